@@ -25,6 +25,9 @@ struct NaiveParams {
   double base = 10000.0;  // sine-only only
 };
 
+// "index", "normalized", "binary", "signed-binary", "sine-binary", "sine-only".
+std::string_view naive_kind_name(NaiveKind kind) noexcept;
+
 void validate(const NaiveParams& params, const Positions& positions);
 
 template <class T>

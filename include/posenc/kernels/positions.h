@@ -14,18 +14,19 @@ namespace posenc::kernels {
 inline constexpr int64_t kMaxTableValues = int64_t{1} << 31;
 
 struct Positions {
-  const int64_t* data = nullptr;  // null for a range
+  const int64_t* data = nullptr;  // the list; unused for a range
   int64_t count = 0;
-  int64_t start = 0;              // used for a range only
+  int64_t start = 0;              // the range's first position
+  bool from_list = false;
 
   static Positions range(int64_t start, int64_t count) noexcept {
-    return Positions{nullptr, count, start};
+    return Positions{nullptr, count, start, false};
   }
   static Positions list(std::span<const int64_t> values) noexcept {
-    return Positions{values.data(), static_cast<int64_t>(values.size()), 0};
+    return Positions{values.data(), static_cast<int64_t>(values.size()), 0, true};
   }
-  bool is_range() const noexcept { return data == nullptr; }
-  int64_t operator[](int64_t k) const noexcept { return data ? data[k] : start + k; }
+  bool is_range() const noexcept { return !from_list; }
+  int64_t operator[](int64_t k) const noexcept { return from_list ? data[k] : start + k; }
 };
 
 // Throws "[op] positions must be at least 1, got N" for count <= 0 and
