@@ -1,0 +1,42 @@
+#include "bench_report.h"
+
+#include <benchmark/benchmark.h>
+
+#include <stdexcept>
+#include <vector>
+
+namespace posenc::bench {
+namespace {
+
+class CapturingReporter : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, double> times;
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Iteration && run.iterations > 0) {
+        times[run.benchmark_name()] = run.real_accumulated_time / static_cast<double>(run.iterations);
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+}  // namespace
+
+std::map<std::string, double> run_benchmarks(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  CapturingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return reporter.times;
+}
+
+double seconds_of(const std::map<std::string, double>& times, const std::string& prefix) {
+  for (const auto& [name, seconds] : times) {
+    if (name.rfind(prefix, 0) == 0) return seconds;
+  }
+  throw std::runtime_error("benchmark " + prefix + " did not run (filtered out?)");
+}
+
+}  // namespace posenc::bench
