@@ -30,7 +30,7 @@ test-cpp:
 
 test-python:
 	cd python && POSENC_LIBRARY=$(abspath $(BUILD))/lib/libposenc_nn.so \
-	  $(PYTHON) -m pytest -q ../tests/python
+	  POSENC_CLI=$(abspath $(BUILD))/bin/posenc $(PYTHON) -m pytest -q ../tests/python
 
 bench: build
 	$(BUILD)/bin/bench_sinusoidal

@@ -52,15 +52,32 @@ std::string_view absolute_kind_name(AbsoluteKind kind) noexcept {
   return "?";
 }
 
+namespace {
+SinusoidalParams sinusoidal_params(const AbsoluteParams& p) {
+  return SinusoidalParams{p.dim, p.base, p.scale, p.layout, p.precision};
+}
+NaiveParams naive_params(const AbsoluteParams& p, const Positions& positions) {
+  // Only 0 means "the number of positions"; a negative length is refused by the naive validation.
+  return NaiveParams{to_naive(p.kind), p.dim, p.length == 0 ? positions.count : p.length, p.base};
+}
+}  // namespace
+
+void validate(const AbsoluteParams& params, const Positions& positions) {
+  if (params.kind == AbsoluteKind::kSinusoidal) {
+    validate(sinusoidal_params(params));
+    validate_table_size("sinusoidal", positions, params.dim);
+  } else {
+    validate(naive_params(params, positions), positions);
+  }
+}
+
 template <class T>
 void absolute_table(const AbsoluteParams& params, const Positions& positions, std::span<T> out) {
   if (params.kind == AbsoluteKind::kSinusoidal) {
-    sinusoidal_table(SinusoidalParams{params.dim, params.base, params.scale, params.layout, params.precision},
-                     positions, out);
-    return;
+    sinusoidal_table(sinusoidal_params(params), positions, out);
+  } else {
+    naive_table(naive_params(params, positions), positions, out);
   }
-  const int64_t length = params.length > 0 ? params.length : positions.count;
-  naive_table(NaiveParams{to_naive(params.kind), params.dim, length, params.base}, positions, out);
 }
 
 template void absolute_table<float>(const AbsoluteParams&, const Positions&, std::span<float>);

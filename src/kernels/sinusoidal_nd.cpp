@@ -11,7 +11,9 @@
 namespace posenc::kernels {
 namespace {
 
-void validate_grid(const SinusoidalGridParams& p, bool three_d) {
+}  // namespace
+
+void validate(const SinusoidalGridParams& p, bool three_d) {
   const char* op = three_d ? "sinusoidal-3d" : "sinusoidal-2d";
   const int64_t axes = three_d ? 3 : 2;
   if (three_d) require(p.frames >= 1, op, "frames must be at least 1, got ", p.frames);
@@ -30,6 +32,8 @@ void validate_grid(const SinusoidalGridParams& p, bool three_d) {
           p.height, " x ", p.width, " x ", p.dim);
 }
 
+namespace {
+
 // 1D encoding of coordinates 0..size-1 (or their normalized values) on one axis.
 template <class T>
 std::vector<T> axis_table(const SinusoidalGridParams& p, int64_t size, int64_t axis_dim) {
@@ -43,7 +47,7 @@ std::vector<T> axis_table(const SinusoidalGridParams& p, int64_t size, int64_t a
 
 template <class T>
 void fill_grid(const SinusoidalGridParams& p, bool three_d, std::span<T> out) {
-  validate_grid(p, three_d);
+  validate(p, three_d);
   const char* op = three_d ? "sinusoidal-3d" : "sinusoidal-2d";
   const int64_t frames = three_d ? p.frames : 1;
   const int64_t cells = frames * p.height * p.width;

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "posenc/kernels/absolute.h"
 #include "posenc/kernels/reference.h"
+#include "posenc/kernels/sinusoidal_nd.h"
 
 namespace posenc::kernels {
 namespace {
@@ -81,5 +82,23 @@ TEST(Absolute, DispatchesToTheKind) {
   EXPECT_NEAR(a[16 * 3], std::sin(3.0), 1e-15);
 }
 
+}  // namespace
+}  // namespace posenc::kernels
+
+namespace posenc::kernels {
+namespace {
+TEST(Absolute, ValidateRefusesBeforeAnyOutput) {
+  test::expect_error([] { validate(AbsoluteParams{AbsoluteKind::kNormalized, 8, 10000.0, 1.0, {}, {}, -2}, Positions::range(0, 4)); },
+                     "[normalized] length must be at least 1, got -2");
+  test::expect_error([] { validate(AbsoluteParams{AbsoluteKind::kSinusoidal, 9}, Positions::range(0, 4)); },
+                     "[sinusoidal] dim must be even, got 9");
+  SinusoidalGridParams grid;
+  grid.height = 2;
+  grid.width = 3;
+  grid.dim = 12;
+  validate(grid, true);  // 12 = 6 * 2: fine in 3D
+  grid.dim = 8;
+  test::expect_error([&] { validate(grid, true); }, "[sinusoidal-3d] dim must be divisible by 6 (an even share per axis), got 8");
+}
 }  // namespace
 }  // namespace posenc::kernels

@@ -34,8 +34,11 @@ struct AbsoluteParams {
   double scale = 1.0;    // sinusoidal amplitude
   SinusoidalLayout layout = SinusoidalLayout::kInterleaved;
   Precision precision = Precision::kExact;
-  int64_t length = 0;    // normalized: L; 0 means positions.count
+  int64_t length = 0;    // normalized: L >= 1; 0 means positions.count
 };
+
+// Throws on any parameter the kind cannot take (before any output is touched).
+void validate(const AbsoluteParams& params, const Positions& positions);
 
 template <class T>
 void absolute_table(const AbsoluteParams& params, const Positions& positions, std::span<T> out);

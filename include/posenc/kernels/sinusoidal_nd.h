@@ -28,6 +28,9 @@ struct SinusoidalGridParams {
   double normalize_scale = 6.283185307179586;  // 2*pi, as DETR
 };
 
+// Throws on any bad parameter; `three_d` selects the 3D rules (frames, D % 6).
+void validate(const SinusoidalGridParams& params, bool three_d);
+
 // out: (H*W) x D.
 template <class T>
 void sinusoidal_2d(const SinusoidalGridParams& params, std::span<T> out);

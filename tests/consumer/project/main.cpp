@@ -1,6 +1,7 @@
 // A downstream program: builds a sinusoidal table through the installed package.
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <vector>
 
 #include "posenc/kernels/sinusoidal.h"

@@ -1,0 +1,33 @@
+#include "kinds.h"
+
+#include <string>
+
+#include "posenc/error.h"
+
+namespace posenc::cli {
+
+std::vector<TableKind> table_kinds() {
+  std::vector<TableKind> kinds;
+  for (const kernels::AbsoluteKindInfo& info : kernels::absolute_kinds()) {
+    kinds.push_back({TableFamily::kAbsolute, info.kind, info.name, info.summary});
+  }
+  kinds.push_back({TableFamily::kGrid2d,
+                   {},
+                   "sinusoidal-2d",
+                   "rows y*W+x; channels [0, D/2) encode y, [D/2, D) encode x (DETR, MAE)"});
+  kinds.push_back(
+      {TableFamily::kGrid3d, {}, "sinusoidal-3d", "rows (t*H+y)*W+x; D/3 channels each for t, y, x (ViViT)"});
+  return kinds;
+}
+
+TableKind parse_table_kind(std::string_view name) {
+  std::string known;
+  for (const TableKind& kind : table_kinds()) {
+    if (kind.name == name) return kind;
+    known += known.empty() ? "" : ", ";
+    known += kind.name;
+  }
+  fail_argument("table", "KIND must be one of ", known, ", got '", name, "'");
+}
+
+}  // namespace posenc::cli

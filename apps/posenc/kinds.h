@@ -1,0 +1,27 @@
+// The table kinds the CLI offers: every absolute kind of the kernel registry
+// (posenc::kernels::absolute_kinds) plus the 2D and 3D sinusoidal grids.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "posenc/kernels/absolute.h"
+
+namespace posenc::cli {
+
+enum class TableFamily { kAbsolute, kGrid2d, kGrid3d };
+
+struct TableKind {
+  TableFamily family = TableFamily::kAbsolute;
+  kernels::AbsoluteKind absolute = kernels::AbsoluteKind::kSinusoidal;  // kAbsolute only
+  std::string_view name;
+  std::string_view summary;
+};
+
+// Absolute kinds first, in registry order, then sinusoidal-2d, sinusoidal-3d.
+std::vector<TableKind> table_kinds();
+
+// Throws "[table] KIND must be one of sinusoidal, ..., sinusoidal-3d, got 'x'".
+TableKind parse_table_kind(std::string_view name);
+
+}  // namespace posenc::cli

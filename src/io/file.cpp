@@ -1,0 +1,103 @@
+#include "file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "posenc/error.h"
+
+namespace posenc::io::detail {
+namespace {
+
+std::string error_text(int error) { return std::strerror(error); }
+
+// ".<file>.tmp-<pid>-<n>" next to the target: unique within this process;
+// O_EXCL and a retry cover a leftover of an earlier process with the same pid.
+std::string temporary_name(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  const std::filesystem::path target(path);
+  std::ostringstream name;
+  name << '.' << target.filename().string() << ".tmp-" << ::getpid() << '-' << counter.fetch_add(1);
+  return (target.parent_path() / name.str()).string();
+}
+
+}  // namespace
+
+InputFile::InputFile(std::string_view op, const std::string& path) : op_(op), path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail_runtime(op_, path_, ": cannot open: ", error_text(errno));
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    fail_runtime(op_, path_, ": cannot stat: ", error_text(error));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd_);
+    fail_runtime(op_, path_, ": not a regular file");
+  }
+  size_ = static_cast<int64_t>(info.st_size);
+}
+
+InputFile::~InputFile() { ::close(fd_); }
+
+void InputFile::read_at(int64_t offset, std::span<std::byte> out) const {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail_runtime(op_, path_, ": read failed: ", error_text(errno));
+    if (n == 0) fail_runtime(op_, path_, ": file ended early (it changed while being read)");
+    done += static_cast<size_t>(n);
+  }
+}
+
+AtomicOutputFile::AtomicOutputFile(std::string_view op, const std::string& path) : op_(op), path_(path) {
+  for (int attempt = 0; fd_ < 0; ++attempt) {
+    temp_path_ = temporary_name(path);
+    // 0666 before the umask, as for any newly created file.
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0 && (errno != EEXIST || attempt >= 100)) {
+      const int error = errno;
+      const std::string dir = std::filesystem::path(path).parent_path().string();
+      fail_runtime(op_, path_, ": cannot create a file in '", dir.empty() ? "." : dir, "': ", error_text(error));
+    }
+  }
+}
+
+AtomicOutputFile::~AtomicOutputFile() {
+  if (committed_) return;
+  if (fd_ >= 0) ::close(fd_);
+  ::unlink(temp_path_.c_str());
+}
+
+void AtomicOutputFile::fail(std::string_view what, int error) const {
+  fail_runtime(op_, path_, ": ", what, ": ", error_text(error));
+}
+
+void AtomicOutputFile::write(std::span<const std::byte> bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("write failed", errno);
+    done += static_cast<size_t>(n);
+  }
+}
+
+void AtomicOutputFile::commit() {
+  if (::fsync(fd_) != 0) fail("sync failed", errno);
+  const int closed = ::close(fd_);
+  fd_ = -1;
+  if (closed != 0) fail("close failed", errno);
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("cannot replace the file", errno);
+  committed_ = true;
+}
+
+}  // namespace posenc::io::detail
