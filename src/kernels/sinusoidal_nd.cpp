@@ -28,8 +28,14 @@ void validate(const SinusoidalGridParams& p, bool three_d) {
   const int64_t cells_limit = kMaxTableValues / p.dim;
   const int64_t frames = three_d ? p.frames : 1;
   const bool fits = p.height <= cells_limit / p.width && frames <= cells_limit / (p.height * p.width);
-  require(fits, op, "grid cells x dim must be at most ", kMaxTableValues, " values, got ", frames, " x ",
-          p.height, " x ", p.width, " x ", p.dim);
+  if (!fits) {
+    if (three_d) {
+      fail_argument(op, "grid cells x dim must be at most ", kMaxTableValues, " values, got ", frames, " x ", p.height,
+                    " x ", p.width, " x ", p.dim);
+    }
+    fail_argument(op, "grid cells x dim must be at most ", kMaxTableValues, " values, got ", p.height, " x ", p.width,
+                  " x ", p.dim);
+  }
 }
 
 namespace {

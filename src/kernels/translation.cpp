@@ -6,12 +6,18 @@
 #include "posenc/error.h"
 
 namespace posenc::kernels {
+namespace {
+constexpr int64_t kMaxTranslationDim = 46340;  // floor(sqrt(kMaxTableValues))
+static_assert(kMaxTranslationDim * kMaxTranslationDim <= kMaxTableValues);
+}  // namespace
 
 void translation_matrix(const SinusoidalParams& params, double delta, std::span<double> out) {
   validate(params, "translation");
   require(std::isfinite(delta), "translation", "delta must be finite, got ", delta);
   const int64_t dim = params.dim;
-  require(dim <= 65536, "translation", "dim must be at most 65536 for a dense D x D matrix, got ", dim);
+  // The dense D x D matrix obeys the same size limit as every table.
+  require(dim <= kMaxTranslationDim, "translation", "dim must be at most ", kMaxTranslationDim,
+          " (a dense dim x dim matrix), got ", dim);
   require(static_cast<int64_t>(out.size()) == dim * dim, "translation", "out must hold dim x dim = ", dim * dim,
           " values, got ", out.size());
   std::fill(out.begin(), out.end(), 0.0);

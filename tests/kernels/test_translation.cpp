@@ -64,6 +64,8 @@ TEST(Translation, Errors) {
   test::expect_error([&] { translation_matrix({3}, 1.0, t); }, "[translation] dim must be even, got 3");
   test::expect_error([&] { translation_matrix({4}, 1.0, t); },
                      "[translation] out must hold dim x dim = 16 values, got 9");
+  test::expect_error([&] { translation_matrix({46342}, 1.0, t); },
+                     "[translation] dim must be at most 46340 (a dense dim x dim matrix), got 46342");
 }
 
 }  // namespace

@@ -1,0 +1,131 @@
+"""posenc: positional encodings for transformers, as PyTorch ops.
+
+The ops live in the C++ library libposenc_nn.so (``torch.ops.posenc``); this
+package loads it and gives the ops Pythonic names and defaults. It is found
+at ``$POSENC_LIBRARY`` when set, else at ``<repo>/build/lib/libposenc_nn.so``.
+
+Conventions shared by every function:
+
+* positions are an integer tensor of any shape S (the table is S + [dim]), or
+  an int N meaning positions 0 .. N-1 (the table is [N, dim]);
+* layout is "interleaved" (sin, cos, sin, cos, ...), "half" (all sines, then
+  all cosines; tensor2tensor) or "cos-sin";
+* precision "exact" forms p * omega in float64 and reduces it modulo 2*pi
+  before rounding, so float32 values are within 5e-7 of the exact ones up to
+  p = 2^24; "fp32" reproduces the common float32 formula for matching
+  existing checkpoints;
+* tables are computed in float32 (float64 when asked) and rounded once to
+  the requested dtype;
+* a bad argument raises ValueError with a message naming it, e.g.
+  "[sinusoidal] dim must be even, got 7"; a tensor of the wrong dtype raises
+  TypeError.
+"""
+
+import math
+import operator
+
+import torch
+
+from ._library import load as _load
+
+_ops = _load()
+
+__all__ = [
+    "absolute",
+    "absolute_kinds",
+    "learnable_sinusoidal",
+    "learned",
+    "sinusoidal",
+    "sinusoidal_2d",
+    "sinusoidal_3d",
+    "sinusoidal_frequencies",
+    "translation_matrix",
+]
+
+
+def _is_tensor(positions):
+    return isinstance(positions, torch.Tensor)
+
+
+def sinusoidal(positions, dim, *, base=10000.0, layout="interleaved", precision="exact", scale=1.0,
+               dtype=torch.float32):
+    """Fixed sinusoidal encoding (Vaswani et al. 2017).
+
+    omega_i = base^(-2i/dim); PE[p, 2i] = scale*sin(p*omega_i), PE[p, 2i+1] =
+    scale*cos(p*omega_i) in the interleaved layout. Returns positions.shape +
+    [dim], or [N, dim] for an int N (computed along the range).
+    """
+    if _is_tensor(positions):
+        return _ops.sinusoidal(positions, dim, base, scale, layout, precision, dtype)
+    return _ops.sinusoidal_range(0, operator.index(positions), dim, base, scale, layout, precision, dtype)
+
+
+def sinusoidal_frequencies(dim, *, base=10000.0):
+    """omega_i = base^(-2i/dim), i = 0 .. dim/2-1, as a float64 tensor."""
+    return _ops.sinusoidal_frequencies(dim, base)
+
+
+def learnable_sinusoidal(positions, omega, *, layout="interleaved", scale=1.0):
+    """Sinusoids with learnable frequencies (Wang et al., ICLR 2021).
+
+    omega: [dim/2] floating tensor, differentiable. Returns positions.shape +
+    [dim] in omega's dtype.
+    """
+    return _ops.learnable_sinusoidal(positions, omega, layout, scale)
+
+
+def learned(table, positions):
+    """Learned absolute table lookup (BERT, GPT-2): table[positions].
+
+    table: [rows, dim], differentiable; positions in 0 .. rows-1. Returns
+    positions.shape + [dim] in table's dtype.
+    """
+    return _ops.learned(table, positions)
+
+
+def absolute(kind, positions, dim, *, base=10000.0, scale=1.0, layout="interleaved", precision="exact",
+             length=0, dtype=None, table=None, omega=None):
+    """Every absolute encoding under one name; see absolute_kinds().
+
+    kind: "sinusoidal", "index" (p), "normalized" (p/(length-1); length 0
+    means the number of positions), "binary" (bit j of p), "signed-binary"
+    (2*bit - 1), "sine-binary" (sin(p*pi/2^(j+1))), "sine-only"
+    (sin(p*base^(-j/dim))), "learned" (needs table=[rows, dim]) or
+    "learnable-sinusoidal" (omega=[dim/2], default the fixed frequencies).
+    dtype None means float32, or the dtype of table / omega for those kinds.
+    """
+    if _is_tensor(positions):
+        return _ops.absolute(kind, positions, dim, base, scale, layout, precision, length, dtype, table, omega)
+    return _ops.absolute_range(kind, 0, operator.index(positions), dim, base, scale, layout, precision, length,
+                               dtype, table, omega)
+
+
+def absolute_kinds():
+    """The kind names absolute() accepts."""
+    return list(_ops.absolute_kinds())
+
+
+def sinusoidal_2d(height, width, dim, *, base=10000.0, scale=1.0, layout="interleaved", precision="exact",
+                  normalize=False, normalize_scale=2 * math.pi, dtype=torch.float32):
+    """2D sinusoidal grid (DETR, MAE): [height*width, dim], row y*width + x.
+
+    Channels [0, dim/2) encode y, [dim/2, dim) encode x; dim divisible by 4.
+    With normalize, a coordinate c on an axis of size S becomes
+    c/(S-1) * normalize_scale.
+    """
+    return _ops.sinusoidal_2d(height, width, dim, base, scale, layout, precision, normalize, normalize_scale, dtype)
+
+
+def sinusoidal_3d(frames, height, width, dim, *, base=10000.0, scale=1.0, layout="interleaved",
+                  precision="exact", normalize=False, normalize_scale=2 * math.pi, dtype=torch.float32):
+    """3D sinusoidal grid (video): [frames*height*width, dim], row (t*height + y)*width + x.
+
+    dim/3 channels each for t, y, x in that order; dim divisible by 6.
+    """
+    return _ops.sinusoidal_3d(frames, height, width, dim, base, scale, layout, precision, normalize,
+                              normalize_scale, dtype)
+
+
+def translation_matrix(delta, dim, *, base=10000.0, layout="interleaved"):
+    """T(delta), float64 [dim, dim], with PE[p + delta] = T(delta) @ PE[p] and T(a) T(b) = T(a + b)."""
+    return _ops.translation_matrix(delta, dim, base, layout)

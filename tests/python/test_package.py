@@ -1,0 +1,71 @@
+"""The Python package: its public names and signatures (a contract), and how
+it finds the op library."""
+
+import inspect
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+import posenc
+
+REPO = Path(__file__).resolve().parents[2]
+
+# name -> the exact signature users rely on
+SIGNATURES = {
+    "sinusoidal": "(positions, dim, *, base=10000.0, layout='interleaved', precision='exact', scale=1.0, "
+                  "dtype=torch.float32)",
+    "learnable_sinusoidal": "(positions, omega, *, layout='interleaved', scale=1.0)",
+    "learned": "(table, positions)",
+    "absolute": "(kind, positions, dim, *, base=10000.0, scale=1.0, layout='interleaved', precision='exact', "
+                "length=0, dtype=None, table=None, omega=None)",
+    "absolute_kinds": "()",
+    "sinusoidal_2d": "(height, width, dim, *, base=10000.0, scale=1.0, layout='interleaved', precision='exact', "
+                     f"normalize=False, normalize_scale={2 * math.pi!r}, dtype=torch.float32)",
+    "sinusoidal_3d": "(frames, height, width, dim, *, base=10000.0, scale=1.0, layout='interleaved', "
+                     f"precision='exact', normalize=False, normalize_scale={2 * math.pi!r}, dtype=torch.float32)",
+    "translation_matrix": "(delta, dim, *, base=10000.0, layout='interleaved')",
+    "sinusoidal_frequencies": "(dim, *, base=10000.0)",
+}
+
+
+def test_public_names_and_signatures():
+    assert sorted(posenc.__all__) == sorted(SIGNATURES)
+    for name, signature in SIGNATURES.items():
+        function = getattr(posenc, name)
+        assert str(inspect.signature(function)) == signature, name
+        assert function.__doc__, name
+
+
+def test_ops_are_registered_under_torch_ops():
+    assert torch.ops.posenc.sinusoidal is not None
+    assert torch.ops.posenc.absolute_kinds() == posenc.absolute_kinds()
+
+
+def run_import(env_library):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    env.pop("POSENC_LIBRARY", None)
+    if env_library is not None:
+        env["POSENC_LIBRARY"] = env_library
+    return subprocess.run([sys.executable, "-c", "import posenc"], env=env, capture_output=True, text=True,
+                          cwd=str(REPO))
+
+
+def test_missing_library_is_a_clear_import_error(tmp_path):
+    missing = tmp_path / "nowhere" / "libposenc_nn.so"
+    result = run_import(str(missing))
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == (f"ImportError: posenc: the op library libposenc_nn.so was not found; tried {missing}. "
+                    "Build it (cmake --build build --target posenc_nn) or set POSENC_LIBRARY to its path.")
+
+
+def test_default_path_is_the_repository_build(monkeypatch):
+    from posenc import _library
+    monkeypatch.delenv("POSENC_LIBRARY", raising=False)
+    assert _library.candidate_paths() == [REPO / "build" / "lib" / "libposenc_nn.so"]
+    monkeypatch.setenv("POSENC_LIBRARY", "/some/where/libposenc_nn.so")
+    assert _library.candidate_paths() == [Path("/some/where/libposenc_nn.so")]
