@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sincos.h"
+#include "streaming_copy.h"
 
 namespace posenc::kernels::detail {
 namespace {
@@ -38,6 +39,35 @@ void write_row(const SinusoidRows& rows, const double* s, const double* c, T* ou
       break;
   }
 }
+
+// Where a finished row goes: straight into the table, or, for a large table,
+// through a staging row copied out with streaming stores.
+template <class T>
+class RowSink {
+ public:
+  RowSink(const SinusoidRows& rows, int64_t count)
+      : rows_(rows), width_(2 * static_cast<int64_t>(rows.omega.size())),
+        streaming_(count * rows.row_stride * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes) {
+    if (streaming_) staging_.resize(static_cast<size_t>(width_));
+  }
+  ~RowSink() {
+    if (streaming_) streaming_fence();
+  }
+  void put(const double* s, const double* c, T* out_row) {
+    if (!streaming_) {
+      write_row(rows_, s, c, out_row);
+      return;
+    }
+    write_row(rows_, s, c, staging_.data());
+    copy_streaming(staging_.data(), out_row, width_);
+  }
+
+ private:
+  const SinusoidRows& rows_;
+  int64_t width_;
+  bool streaming_;
+  std::vector<T> staging_;
+};
 
 // The (sin, cos) of one row. `fast` says every angle is below kFastAngleLimit.
 struct RowAngles {
@@ -94,10 +124,11 @@ void rows_direct(const SinusoidRows& rows, const RowAngles& angles, int64_t coun
 #pragma omp parallel if (count * half > kParallelThreshold)
   {
     std::vector<double> s(half), c(half);
+    RowSink<T> sink(rows, count);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < count; ++r) {
       angles.compute(position_at(r), s.data(), c.data());
-      write_row(rows, s.data(), c.data(), out + r * rows.row_stride);
+      sink.put(s.data(), c.data(), out + r * rows.row_stride);
     }
   }
 }
@@ -123,12 +154,13 @@ void sinusoid_rows_arithmetic(const SinusoidRows& rows, double start, double ste
 #pragma omp parallel if (count * half > kParallelThreshold)
   {
     std::vector<double> s(half), c(half);
+    RowSink<T> sink(rows, count);
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t first = b * kAnchorEvery;
       const int64_t end = std::min(count, first + kAnchorEvery);
       angles.compute(position_at(first), s.data(), c.data());
-      write_row(rows, s.data(), c.data(), out + first * rows.row_stride);
+      sink.put(s.data(), c.data(), out + first * rows.row_stride);
       for (int64_t r = first + 1; r < end; ++r) {
         for (int64_t i = 0; i < half; ++i) {
           const double next_s = s[i] * step_cos[i] + c[i] * step_sin[i];
@@ -136,7 +168,7 @@ void sinusoid_rows_arithmetic(const SinusoidRows& rows, double start, double ste
           s[i] = next_s;
           c[i] = next_c;
         }
-        write_row(rows, s.data(), c.data(), out + r * rows.row_stride);
+        sink.put(s.data(), c.data(), out + r * rows.row_stride);
       }
     }
   }
