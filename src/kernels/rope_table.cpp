@@ -1,0 +1,1 @@
+#include "posenc/kernels/rope.h"
