@@ -8,6 +8,7 @@
 #include "kinds.h"
 #include "posenc/analysis/summary.h"
 #include "posenc/error.h"
+#include "rope_table_command.h"
 #include "tables.h"
 
 namespace posenc::cli {
@@ -30,6 +31,9 @@ Table demo_table(const TableKind& kind) {
     params.kind = kind.absolute;
     params.dim = is_bit_kind(kind.absolute) ? kBitDim : kDim;
     return make_absolute_table(kind.name, params, kernels::Positions::range(0, kPositions));
+  }
+  if (kind.family == TableFamily::kRope) {
+    return make_rope_table(kind.name, kDim, 10000.0, {}, std::nullopt, kernels::Precision::kExact, 0, kPositions);
   }
   kernels::SinusoidalGridParams params;
   const bool three_d = kind.family == TableFamily::kGrid3d;

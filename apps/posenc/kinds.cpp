@@ -17,6 +17,8 @@ std::vector<TableKind> table_kinds() {
                    "rows y*W+x; channels [0, D/2) encode y, [D/2, D) encode x (DETR, MAE)"});
   kinds.push_back(
       {TableFamily::kGrid3d, {}, "sinusoidal-3d", "rows (t*H+y)*W+x; D/3 channels each for t, y, x (ViViT)"});
+  kinds.push_back({TableFamily::kRope, {}, "rope",
+                   "RoPE cache: cos(p * w_i) in [0, D/2), sin in [D/2, D), w_i = base^(-2i/D) and its scalings"});
   return kinds;
 }
 

@@ -1,5 +1,6 @@
 // The table kinds the CLI offers: every absolute kind of the kernel registry
-// (posenc::kernels::absolute_kinds) plus the 2D and 3D sinusoidal grids.
+// (posenc::kernels::absolute_kinds), the 2D and 3D sinusoidal grids, and the
+// RoPE cos/sin table.
 #pragma once
 
 #include <string_view>
@@ -9,7 +10,7 @@
 
 namespace posenc::cli {
 
-enum class TableFamily { kAbsolute, kGrid2d, kGrid3d };
+enum class TableFamily { kAbsolute, kGrid2d, kGrid3d, kRope };
 
 struct TableKind {
   TableFamily family = TableFamily::kAbsolute;
@@ -18,10 +19,10 @@ struct TableKind {
   std::string_view summary;
 };
 
-// Absolute kinds first, in registry order, then sinusoidal-2d, sinusoidal-3d.
+// Absolute kinds first, in registry order, then sinusoidal-2d, sinusoidal-3d, rope.
 std::vector<TableKind> table_kinds();
 
-// Throws "[table] KIND must be one of sinusoidal, ..., sinusoidal-3d, got 'x'".
+// Throws "[table] KIND must be one of sinusoidal, ..., sinusoidal-3d, rope, got 'x'".
 TableKind parse_table_kind(std::string_view name);
 
 }  // namespace posenc::cli

@@ -23,7 +23,7 @@ TableCommand::TableCommand(CLI::App& parent) {
   app_ = parent.add_subcommand("table", "Write one position table [rows, dim] as float32 .npy (or .csv)");
   app_->footer(
       "Kinds: posenc table --list. 1D kinds take --positions and --dim; sinusoidal-2d takes --height, --width, "
-      "--dim; sinusoidal-3d also --frames.");
+      "--dim; sinusoidal-3d also --frames; rope takes --positions, --dim and the RoPE scaling options.");
   const kernels::AbsoluteParams defaults;
   const kernels::SinusoidalGridParams grid_defaults;
   options_.base = defaults.base;
@@ -41,17 +41,19 @@ TableCommand::TableCommand(CLI::App& parent) {
   height_ = app_->add_option("--height", options_.height, "Grid height H (sinusoidal-2d/3d)");
   width_ = app_->add_option("--width", options_.width, "Grid width W (sinusoidal-2d/3d)");
   dim_ = app_->add_option("--dim", options_.dim, "Channels D");
-  app_->add_option("--base", options_.base, "Frequency base (sinusoidal kinds, sine-only)")->capture_default_str();
+  app_->add_option("--base", options_.base, "Frequency base (sinusoidal kinds, sine-only, rope)")
+      ->capture_default_str();
   app_->add_option("--scale", options_.scale, "Amplitude (sinusoidal kinds)")->capture_default_str();
   app_->add_option("--layout", options_.layout, "interleaved | half | cos-sin (sinusoidal kinds)")
       ->capture_default_str();
-  app_->add_option("--precision", options_.precision, "exact | fp32 (sinusoidal kinds)")->capture_default_str();
+  app_->add_option("--precision", options_.precision, "exact | fp32 (sinusoidal kinds, rope)")->capture_default_str();
   normalize_ = app_->add_flag("--normalize", options_.normalize,
                               "Grids: coordinate c on an axis of size S becomes c/(S-1)*normalize-scale");
   normalize_scale_ = app_->add_option("--normalize-scale", options_.normalize_scale, "Grids: see --normalize")
                          ->capture_default_str()
                          ->needs(normalize_);
   app_->add_option("--out", options_.out, "Output file, .npy or .csv (default KIND.npy)");
+  rope_.add_to(*app_);
 }
 
 void TableCommand::require_given(std::string_view kind, std::initializer_list<const CLI::Option*> options) const {
@@ -75,7 +77,9 @@ void TableCommand::run() const {
   const TableKind kind = parse_table_kind(options_.kind);
   const std::string out = options_.out.empty() ? options_.kind + ".npy" : options_.out;
   table_format(out);  // refuse a bad file name before computing
-  const Table table = kind.family == TableFamily::kAbsolute ? absolute_table(kind) : grid_table(kind);
+  const Table table = kind.family == TableFamily::kAbsolute ? absolute_table(kind)
+                      : kind.family == TableFamily::kRope   ? rope_table(kind)
+                                                            : grid_table(kind);
   write_table(table, out);
   std::cout << "wrote " << out << ": " << kind.name << " table [" << table.rows << ", " << table.cols << "] float32\n";
 }
@@ -83,6 +87,7 @@ void TableCommand::run() const {
 Table TableCommand::absolute_table(const TableKind& kind) const {
   require_given(kind.name, {positions_, dim_});
   refuse_given(kind.name, {frames_, height_, width_, normalize_, normalize_scale_});
+  rope_.refuse_for(kind.name);
   const char* op = "sinusoidal";  // the kernels name layout and precision errors by the family using them
   kernels::AbsoluteParams params;
   params.kind = kind.absolute;
@@ -101,6 +106,7 @@ Table TableCommand::grid_table(const TableKind& kind) const {
   if (three_d) require_given(kind.name, {frames_});
   refuse_given(kind.name, {positions_, start_, length_});
   if (!three_d) refuse_given(kind.name, {frames_});
+  rope_.refuse_for(kind.name);
   const std::string op(kind.name);
   kernels::SinusoidalGridParams params;
   params.frames = options_.frames;
@@ -114,6 +120,14 @@ Table TableCommand::grid_table(const TableKind& kind) const {
   params.normalize = options_.normalize;
   params.normalize_scale = options_.normalize_scale;
   return make_grid_table(kind.name, three_d, params);
+}
+
+Table TableCommand::rope_table(const TableKind& kind) const {
+  require_given(kind.name, {positions_, dim_});
+  refuse_given(kind.name, {length_, frames_, height_, width_, normalize_, normalize_scale_,
+                           app_->get_option("--scale"), app_->get_option("--layout")});
+  return make_rope_table(kind.name, options_.dim, options_.base, rope_.scaling(), rope_.seq_len(),
+                         kernels::parse_precision(options_.precision, "rope"), options_.start, options_.positions);
 }
 
 }  // namespace posenc::cli

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "kinds.h"
+#include "rope_table_command.h"
 #include "tables.h"
 
 namespace posenc::cli {
@@ -44,6 +45,7 @@ class TableCommand {
 
   Table absolute_table(const TableKind& kind) const;
   Table grid_table(const TableKind& kind) const;
+  Table rope_table(const TableKind& kind) const;
   // "[table] --x is required for kind 'k'" / "[table] --x does not apply to kind 'k'".
   void require_given(std::string_view kind, std::initializer_list<const CLI::Option*> options) const;
   void refuse_given(std::string_view kind, std::initializer_list<const CLI::Option*> options) const;
@@ -59,6 +61,7 @@ class TableCommand {
   CLI::Option* dim_;
   CLI::Option* normalize_;
   CLI::Option* normalize_scale_;
+  RopeTableOptions rope_;  // registered last: its options follow the shared ones in --help
 };
 
 }  // namespace posenc::cli

@@ -26,7 +26,7 @@ EXACT_ATOL = 5e-7
 
 KINDS = [
     "sinusoidal", "index", "normalized", "binary", "signed-binary", "sine-binary", "sine-only",
-    "sinusoidal-2d", "sinusoidal-3d",
+    "sinusoidal-2d", "sinusoidal-3d", "rope",
 ]
 
 
@@ -230,7 +230,7 @@ def test_demo(tmp_path):
     assert r.stderr == ""
     assert sorted(p.name for p in out.iterdir()) == sorted(k + ".npy" for k in KINDS)
     shapes = {"sinusoidal": (256, 64), "index": (256, 64), "binary": (256, 16), "sinusoidal-2d": (256, 64),
-              "sinusoidal-3d": (256, 96)}
+              "sinusoidal-3d": (256, 96), "rope": (256, 64)}
     for kind, shape in shapes.items():
         assert np.load(out / f"{kind}.npy").shape == shape
     np.testing.assert_allclose(np.load(out / "sinusoidal.npy"), sinusoidal_ref(range(256), 64), rtol=0,
@@ -294,9 +294,9 @@ BAD_ARGUMENTS = [
      "[sinusoidal-2d] grid cells x dim must be at most 2147483648 values, got 100000 x 100000 x 8"),
     (["table", "sinusoidal-2d", "--height", 4, "--width", 4, "--dim", 8, "--layout", "x"],
      "[sinusoidal-2d] layout must be one of interleaved, half, cos-sin, got 'x'"),
-    (["table", "rope", "--positions", 4, "--dim", 8],
+    (["table", "rotary", "--positions", 4, "--dim", 8],
      "[table] KIND must be one of sinusoidal, index, normalized, binary, signed-binary, sine-binary, sine-only, "
-     "sinusoidal-2d, sinusoidal-3d, got 'rope'"),
+     "sinusoidal-2d, sinusoidal-3d, rope, got 'rotary'"),
     (["table"], "[table] KIND is required (posenc table --list shows them)"),
     (["table", "sinusoidal", "--positions", 4], "[table] --dim is required for kind 'sinusoidal'"),
     (["table", "sinusoidal-3d", "--height", 4, "--width", 4, "--dim", 12],

@@ -39,6 +39,10 @@ RopeAxisFrequencies rope_axial_frequencies(std::span<const int64_t> dims_per_axi
                                            std::span<const int64_t> seq_len = {},
                                            const char* op = "rope-axial");
 
+// Throws unless dims_per_axis has 1..3 even entries > 0 summing to rotary_dim:
+// "[op] dims_per_axis must sum to rotary_dim = 64, got 60 (32+28)".
+void validate_axial_dims(std::span<const int64_t> dims_per_axis, int64_t rotary_dim, const char* op = "rope-axial");
+
 // The even split of rotary_dim over n_axes: [R/n] * n; throws unless each
 // share is even.
 std::vector<int64_t> rope_axial_default_dims(int64_t rotary_dim, int64_t n_axes, const char* op = "rope-axial");

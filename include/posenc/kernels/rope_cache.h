@@ -55,6 +55,11 @@ class RopeCache {
   int64_t length_ = 0;
   std::vector<T> cos_, sin_;
   uint64_t version_ = 0;
+  // What the table was built under, to tell cheaply whether ensure() must
+  // recompute the frequencies: reconfigure() since, and the seq_len regime.
+  bool config_changed_ = false;
+  int64_t regime_key_ = 0;
+  Precision built_precision_ = Precision::kExact;
 };
 
 extern template class RopeCache<float>;

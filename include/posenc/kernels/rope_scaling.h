@@ -41,7 +41,7 @@ struct RopeScaling {
   RopeType type = RopeType::kDefault;
   std::optional<double> factor;                              // linear, ntk, dynamic, yarn, llama3; longrope (optional)
   std::optional<int64_t> original_max_position_embeddings;   // dynamic, yarn, longrope, llama3
-  std::optional<int64_t> max_position_embeddings;            // longrope: s = max/original when factor unset
+  std::optional<int64_t> max_position_embeddings;            // yarn, longrope: factor = max/original when unset
   std::optional<double> beta_fast;                           // yarn (default 32)
   std::optional<double> beta_slow;                           // yarn (default 1)
   std::optional<double> mscale;                              // yarn

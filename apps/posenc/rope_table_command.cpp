@@ -1,0 +1,123 @@
+#include "rope_table_command.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "posenc/error.h"
+#include "posenc/kernels/positions.h"
+#include "posenc/kernels/rope.h"
+
+namespace posenc::cli {
+namespace {
+
+// Rows per cos/sin batch: bounded scratch (4M values each) however long the table.
+constexpr int64_t kBatchValues = int64_t{1} << 22;
+
+}  // namespace
+
+void RopeTableOptions::add_to(CLI::App& table) {
+  const std::string group = "RoPE scaling (kind rope; Hugging Face rope_scaling keys, see docs/rope.md)";
+  type_opt_ = table.add_option("--scaling", type_, "rope_type: default, linear, ntk, dynamic, yarn, longrope, llama3")
+                  ->group(group);
+  factor_opt_ = table.add_option("--factor", factor_, "factor (linear, ntk, dynamic, yarn, longrope, llama3)")
+                    ->group(group);
+  original_max_opt_ = table.add_option("--original-max-position-embeddings", original_max_,
+                                       "L0, the trained length (dynamic, yarn, longrope, llama3)")
+                          ->group(group);
+  max_positions_opt_ = table.add_option("--max-position-embeddings", max_positions_,
+                                        "extended length; factor = this / L0 when --factor is absent (yarn, longrope)")
+                           ->group(group);
+  beta_fast_opt_ = table.add_option("--beta-fast", beta_fast_, "yarn (default 32)")->group(group);
+  beta_slow_opt_ = table.add_option("--beta-slow", beta_slow_, "yarn (default 1)")->group(group);
+  mscale_opt_ = table.add_option("--mscale", mscale_, "yarn")->group(group);
+  mscale_all_dim_opt_ = table.add_option("--mscale-all-dim", mscale_all_dim_, "yarn")->group(group);
+  no_truncate_opt_ =
+      table.add_flag("--no-truncate", no_truncate_, "yarn: truncate = false (unrounded ramp ends)")->group(group);
+  attention_factor_opt_ =
+      table.add_option("--attention-factor", attention_factor_, "yarn, longrope: overrides the computed one")
+          ->group(group);
+  // One argument per use, split at commas, so a list never swallows the KIND positional.
+  short_factor_opt_ = table.add_option("--short-factor", short_factor_, "longrope: D/2 comma-separated values")
+                          ->delimiter(',')
+                          ->allow_extra_args(false)
+                          ->group(group);
+  long_factor_opt_ = table.add_option("--long-factor", long_factor_, "longrope: D/2 comma-separated values")
+                         ->delimiter(',')
+                         ->allow_extra_args(false)
+                         ->group(group);
+  low_freq_factor_opt_ = table.add_option("--low-freq-factor", low_freq_factor_, "llama3")->group(group);
+  high_freq_factor_opt_ = table.add_option("--high-freq-factor", high_freq_factor_, "llama3")->group(group);
+  seq_len_opt_ = table.add_option("--seq-len", seq_len_,
+                                  "current length: selects the dynamic / longrope regime; "
+                                  "default: max position + 1")
+                     ->group(group);
+}
+
+void RopeTableOptions::refuse_for(std::string_view kind) const {
+  for (const CLI::Option* o :
+       {type_opt_, factor_opt_, original_max_opt_, max_positions_opt_, beta_fast_opt_, beta_slow_opt_, mscale_opt_,
+        mscale_all_dim_opt_, no_truncate_opt_, attention_factor_opt_, short_factor_opt_, long_factor_opt_,
+        low_freq_factor_opt_, high_freq_factor_opt_, seq_len_opt_}) {
+    if (o->count() > 0) fail_argument("table", o->get_name(), " does not apply to kind '", kind, "'");
+  }
+}
+
+kernels::RopeScaling RopeTableOptions::scaling() const {
+  kernels::RopeScaling s;
+  if (type_opt_->count() > 0) s.type = kernels::parse_rope_type(type_, "rope");
+  if (factor_opt_->count() > 0) s.factor = factor_;
+  if (original_max_opt_->count() > 0) s.original_max_position_embeddings = original_max_;
+  if (max_positions_opt_->count() > 0) s.max_position_embeddings = max_positions_;
+  if (beta_fast_opt_->count() > 0) s.beta_fast = beta_fast_;
+  if (beta_slow_opt_->count() > 0) s.beta_slow = beta_slow_;
+  if (mscale_opt_->count() > 0) s.mscale = mscale_;
+  if (mscale_all_dim_opt_->count() > 0) s.mscale_all_dim = mscale_all_dim_;
+  if (no_truncate_opt_->count() > 0) s.truncate = false;
+  if (attention_factor_opt_->count() > 0) s.attention_factor = attention_factor_;
+  s.short_factor = short_factor_;
+  s.long_factor = long_factor_;
+  if (low_freq_factor_opt_->count() > 0) s.low_freq_factor = low_freq_factor_;
+  if (high_freq_factor_opt_->count() > 0) s.high_freq_factor = high_freq_factor_;
+  return s;
+}
+
+std::optional<int64_t> RopeTableOptions::seq_len() const {
+  return seq_len_opt_->count() > 0 ? std::optional<int64_t>(seq_len_) : std::nullopt;
+}
+
+Table make_rope_table(std::string_view kind, int64_t dim, double base, const kernels::RopeScaling& scaling,
+                      std::optional<int64_t> seq_len, kernels::Precision precision, int64_t start,
+                      int64_t positions) {
+  const char* op = "rope";
+  if (!seq_len && positions >= 1) {
+    // As Hugging Face and posenc.rope_cos_sin: the table's own length, max position + 1.
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    const int64_t last = start > kMax - (positions - 1) ? kMax : start + (positions - 1);  // saturated
+    seq_len = last == kMax ? kMax : std::max<int64_t>(last, 0) + 1;
+  }
+  const kernels::RopeFrequencies f = kernels::rope_frequencies(dim, base, scaling, seq_len, op);
+  kernels::validate_table_size(op, kernels::Positions::range(start, positions), dim);
+  kernels::RopeTableSpec spec;
+  spec.omega = f.inv_freq;
+  spec.attention_factor = f.attention_factor;
+  spec.precision = precision;
+
+  const int64_t half = dim / 2;
+  Table t{kind, positions, dim, {}};
+  t.values.resize(static_cast<size_t>(positions * dim));
+  const int64_t batch_rows = std::max<int64_t>(1, kBatchValues / half);
+  std::vector<float> cos(static_cast<size_t>(std::min(positions, batch_rows) * half));
+  std::vector<float> sin(cos.size());
+  for (int64_t first = 0; first < positions; first += batch_rows) {
+    const int64_t n = std::min(batch_rows, positions - first);
+    kernels::rope_cos_sin_range<float>(spec, start + first, n, cos.data(), sin.data());
+    for (int64_t r = 0; r < n; ++r) {
+      float* row = t.values.data() + (first + r) * dim;
+      std::copy_n(cos.data() + r * half, half, row);
+      std::copy_n(sin.data() + r * half, half, row + half);
+    }
+  }
+  return t;
+}
+
+}  // namespace posenc::cli
