@@ -7,7 +7,8 @@
 
 namespace posenc::bench {
 
-// Seconds per iteration (real time), keyed by benchmark name.
+// Seconds per iteration (real time), keyed by benchmark name; the fastest
+// repetition when a benchmark is repeated.
 std::map<std::string, double> run_benchmarks(int argc, char** argv);
 
 // Time of the benchmark whose name starts with `prefix`; throws if absent.

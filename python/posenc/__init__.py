@@ -19,6 +19,9 @@ Conventions shared by every function:
 * a bad argument raises ValueError with a message naming it, e.g.
   "[sinusoidal] dim must be even, got 7"; a tensor of the wrong dtype raises
   TypeError.
+
+Rotary embeddings (RoPE, its scalings, axial, M-RoPE, xPos, re-rotation) are
+in posenc.rope and re-exported here.
 """
 
 import math
@@ -30,11 +33,28 @@ from ._library import load as _load
 
 _ops = _load()
 
+from .rope import (  # noqa: E402  (after the library is loaded)
+    apply_mrope,
+    apply_rope,
+    apply_rope_axial,
+    apply_xpos,
+    rerotate,
+    rope_cos_sin,
+    rope_inv_freq,
+)
+
 __all__ = [
     "absolute",
     "absolute_kinds",
+    "apply_mrope",
+    "apply_rope",
+    "apply_rope_axial",
+    "apply_xpos",
     "learnable_sinusoidal",
     "learned",
+    "rerotate",
+    "rope_cos_sin",
+    "rope_inv_freq",
     "sinusoidal",
     "sinusoidal_2d",
     "sinusoidal_3d",

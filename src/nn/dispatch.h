@@ -6,9 +6,13 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include "rope_support.h"
 
 namespace posenc::nn::dispatch {
 
@@ -50,5 +54,72 @@ at::Tensor sinusoidal_3d(int64_t frames, int64_t height, int64_t width, int64_t 
                          c10::string_view layout, c10::string_view precision, bool normalize, double normalize_scale,
                          c10::optional<at::ScalarType> dtype);
 at::Tensor translation_matrix(double delta, int64_t dim, double base, c10::string_view layout);
+
+// RoPE (ops/cpu/rope_tables.cpp, ops/cpu/rope_rotate.cpp, ops/rope.cpp; implemented in rope_ops.cpp).
+using detail::ScalingArg;
+using detail::ScalingListArg;
+using Tables = std::tuple<at::Tensor, at::Tensor>;
+
+std::vector<std::string> rope_scaling_keys();
+std::tuple<at::Tensor, double> rope_inv_freq(int64_t dim, double base, const ScalingArg& scaling,
+                                             c10::optional<int64_t> seq_len);
+Tables rope_cos_sin(const at::Tensor& positions, int64_t dim, double base, const ScalingArg& scaling,
+                    c10::optional<int64_t> seq_len, c10::string_view precision, c10::optional<at::ScalarType> dtype);
+Tables rope_cos_sin_range(int64_t start, int64_t count, int64_t dim, double base, const ScalingArg& scaling,
+                          c10::optional<int64_t> seq_len, c10::string_view precision,
+                          c10::optional<at::ScalarType> dtype);
+Tables rope_axial_cos_sin(const at::Tensor& coords, int64_t rotary_dim, at::IntArrayRef dims_per_axis, double base,
+                          const ScalingListArg& scaling, at::OptionalIntArrayRef seq_len,
+                          c10::string_view precision, c10::optional<at::ScalarType> dtype);
+Tables mrope_cos_sin(const at::Tensor& positions3, int64_t rotary_dim, at::IntArrayRef mrope_section,
+                     bool interleaved, double base, const ScalingArg& scaling, c10::optional<int64_t> seq_len,
+                     c10::string_view precision, c10::optional<at::ScalarType> dtype);
+Tables xpos_cos_sin(const at::Tensor& positions, int64_t rotary_dim, double scale_base, double gamma,
+                    double center, bool keys, double base, c10::string_view precision,
+                    c10::optional<at::ScalarType> dtype);
+Tables rope_rerotate_cos_sin(const at::Tensor& from_positions, const at::Tensor& to_positions, int64_t dim,
+                             double base, const ScalingArg& scaling, c10::optional<int64_t> seq_len,
+                             c10::optional<double> to_base, const ScalingArg& to_scaling,
+                             c10::optional<int64_t> to_seq_len, c10::string_view precision,
+                             c10::optional<at::ScalarType> dtype);
+
+at::Tensor rope_rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, c10::string_view layout,
+                       bool inverse);
+at::Tensor& rope_rotate_(at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, c10::string_view layout,
+                         bool inverse);
+at::Tensor rope_rotate_omega(const at::Tensor& x, const at::Tensor& positions, const at::Tensor& omega,
+                             c10::string_view layout, bool inverse, c10::string_view precision);
+at::Tensor& rope_rotate_omega_(at::Tensor& x, const at::Tensor& positions, const at::Tensor& omega,
+                               c10::string_view layout, bool inverse, c10::string_view precision);
+std::tuple<at::Tensor, at::Tensor> rope_rotate_omega_backward(const at::Tensor& grad, const at::Tensor& x,
+                                                              const at::Tensor& positions, const at::Tensor& omega,
+                                                              c10::string_view layout, bool inverse,
+                                                              c10::string_view precision,
+                                                              std::array<bool, 2> output_mask);
+
+at::Tensor rope(const at::Tensor& x, const at::Tensor& positions, double base, c10::string_view layout,
+                c10::optional<int64_t> rotary_dim, const ScalingArg& scaling, c10::optional<int64_t> seq_len,
+                bool inverse, c10::string_view precision, const c10::optional<at::Tensor>& omega);
+at::Tensor& rope_(at::Tensor& x, const at::Tensor& positions, double base, c10::string_view layout,
+                  c10::optional<int64_t> rotary_dim, const ScalingArg& scaling, c10::optional<int64_t> seq_len,
+                  bool inverse, c10::string_view precision, const c10::optional<at::Tensor>& omega);
+at::Tensor rope_axial(const at::Tensor& x, const at::Tensor& coords, at::IntArrayRef dims_per_axis, double base,
+                      c10::string_view layout, c10::optional<int64_t> rotary_dim, const ScalingListArg& scaling,
+                      at::OptionalIntArrayRef seq_len, bool inverse, c10::string_view precision);
+at::Tensor mrope(const at::Tensor& x, const at::Tensor& positions3, at::IntArrayRef mrope_section, bool interleaved,
+                 double base, c10::string_view layout, c10::optional<int64_t> rotary_dim, const ScalingArg& scaling,
+                 c10::optional<int64_t> seq_len, bool inverse, c10::string_view precision);
+std::tuple<at::Tensor, at::Tensor> xpos(const at::Tensor& q, const at::Tensor& k, const at::Tensor& positions,
+                                        double scale_base, double gamma, double center, double base,
+                                        c10::string_view layout, c10::optional<int64_t> rotary_dim,
+                                        c10::string_view precision);
+at::Tensor rerotate(const at::Tensor& k, const at::Tensor& from_positions, const at::Tensor& to_positions,
+                    double base, c10::string_view layout, c10::optional<int64_t> rotary_dim,
+                    const ScalingArg& scaling, c10::optional<int64_t> seq_len, c10::optional<double> to_base,
+                    const ScalingArg& to_scaling, c10::optional<int64_t> to_seq_len, c10::string_view precision);
+at::Tensor& rerotate_(at::Tensor& k, const at::Tensor& from_positions, const at::Tensor& to_positions, double base,
+                      c10::string_view layout, c10::optional<int64_t> rotary_dim, const ScalingArg& scaling,
+                      c10::optional<int64_t> seq_len, c10::optional<double> to_base, const ScalingArg& to_scaling,
+                      c10::optional<int64_t> to_seq_len, c10::string_view precision);
 
 }  // namespace posenc::nn::dispatch

@@ -9,7 +9,20 @@
 // Conventions: positions are integer tensors of any shape S and a table is
 // S + [dim]; `dtype` None means float32; layout is "interleaved" | "half" |
 // "cos-sin"; precision is "exact" | "fp32" (kernels/sinusoidal.h).
+//
+// RoPE (kernels/rope*.h): x is (..., T, D) and positions (T) or (B, T) with x
+// (B, ..., T, D); rope layout is "half" | "interleaved"; rotary_dim None is D;
+// seq_len None is max position + 1 (it selects the regime of dynamic and
+// longrope). A scaling is a torch.classes.posenc.RopeScaling (one keyword
+// per Hugging Face rope_scaling key), None meaning unscaled RoPE. Tables
+// cos/sin are S + [R/2], attention factor included, float32 unless dtype
+// says otherwise.
+#include <torch/custom_class.h>
 #include <torch/library.h>
+
+#include "rope_support.h"
+
+#define POSENC_SCALING "__torch__.torch.classes.posenc.RopeScaling"
 
 TORCH_LIBRARY(posenc, m) {
   // Fixed sinusoidal table (kernels/sinusoidal.h).
@@ -67,4 +80,110 @@ TORCH_LIBRARY(posenc, m) {
 
   // T(delta) with PE[p + delta] = T(delta) PE[p] (kernels/translation.h): float64 [dim, dim].
   m.def("translation_matrix(float delta, int dim, float base=10000.0, str layout=\"interleaved\") -> Tensor");
+
+  // ---- RoPE --------------------------------------------------------------
+  // The scaling object, built once from a rope_scaling dict's keys.
+  using posenc::nn::detail::RopeScalingObject;
+  m.class_<RopeScalingObject>("RopeScaling")
+      .def(torch::init([](const c10::optional<std::string>& rope_type, const c10::optional<std::string>& type,
+                          c10::optional<double> factor, c10::optional<int64_t> original_max_position_embeddings,
+                          c10::optional<int64_t> max_position_embeddings, c10::optional<double> beta_fast,
+                          c10::optional<double> beta_slow, c10::optional<double> mscale,
+                          c10::optional<double> mscale_all_dim, c10::optional<bool> truncate,
+                          c10::optional<double> attention_factor,
+                          const c10::optional<std::vector<double>>& short_factor,
+                          const c10::optional<std::vector<double>>& long_factor,
+                          c10::optional<double> low_freq_factor, c10::optional<double> high_freq_factor) {
+             return c10::make_intrusive<RopeScalingObject>(posenc::nn::detail::make_rope_scaling(
+                 rope_type, type, factor, original_max_position_embeddings, max_position_embeddings, beta_fast,
+                 beta_slow, mscale, mscale_all_dim, truncate, attention_factor, short_factor, long_factor,
+                 low_freq_factor, high_freq_factor));
+           }),
+           "",
+           {torch::arg("rope_type") = torch::arg::none(), torch::arg("type") = torch::arg::none(),
+            torch::arg("factor") = torch::arg::none(),
+            torch::arg("original_max_position_embeddings") = torch::arg::none(),
+            torch::arg("max_position_embeddings") = torch::arg::none(), torch::arg("beta_fast") = torch::arg::none(),
+            torch::arg("beta_slow") = torch::arg::none(), torch::arg("mscale") = torch::arg::none(),
+            torch::arg("mscale_all_dim") = torch::arg::none(), torch::arg("truncate") = torch::arg::none(),
+            torch::arg("attention_factor") = torch::arg::none(), torch::arg("short_factor") = torch::arg::none(),
+            torch::arg("long_factor") = torch::arg::none(), torch::arg("low_freq_factor") = torch::arg::none(),
+            torch::arg("high_freq_factor") = torch::arg::none()})
+      .def("rope_type", [](const c10::intrusive_ptr<RopeScalingObject>& self) {
+        return std::string(posenc::kernels::rope_type_name(self->scaling.type));
+      });
+  // The keys the RopeScaling constructor accepts.
+  m.def("rope_scaling_keys() -> str[]");
+
+  // Frequencies: (inv_freq float64 [dim/2], attention factor); seq_len None is the original length.
+  m.def("rope_inv_freq(int dim, float base=10000.0, " POSENC_SCALING "? scaling=None, int? seq_len=None) "
+        "-> (Tensor, float)");
+  // cos/sin tables: positions S -> S + [dim/2] each.
+  m.def("rope_cos_sin(Tensor positions, int dim, float base=10000.0, " POSENC_SCALING "? scaling=None, "
+        "int? seq_len=None, str precision=\"exact\", ScalarType? dtype=None) -> (Tensor, Tensor)");
+  // Positions start .. start+count-1 -> [count, dim/2] (rotation recurrence); seq_len None is start+count.
+  m.def("rope_cos_sin_range(int start, int count, int dim, float base=10000.0, " POSENC_SCALING "? scaling=None, "
+        "int? seq_len=None, str precision=\"exact\", ScalarType? dtype=None) -> (Tensor, Tensor)");
+  // Axial: coords S + [n_axes] -> S + [R/2]; dims_per_axis [] is the even split of rotary_dim;
+  // scaling None, one shared, or one per axis; seq_len None is max coordinate + 1 per axis.
+  m.def("rope_axial_cos_sin(Tensor coords, int rotary_dim, int[] dims_per_axis=[], float base=10000.0, "
+        POSENC_SCALING "[]? scaling=None, int[]? seq_len=None, str precision=\"exact\", ScalarType? dtype=None) "
+        "-> (Tensor, Tensor)");
+  // M-RoPE: positions3 [3] + S (t, h, w) -> S + [R/2].
+  m.def("mrope_cos_sin(Tensor positions3, int rotary_dim, int[] mrope_section, bool interleaved=False, "
+        "float base=10000.0, " POSENC_SCALING "? scaling=None, int? seq_len=None, str precision=\"exact\", "
+        "ScalarType? dtype=None) -> (Tensor, Tensor)");
+  // xPos: the tables of queries (keys=False, zeta^((p-center)/scale_base)) or keys (its inverse).
+  m.def("xpos_cos_sin(Tensor positions, int rotary_dim, float scale_base=512.0, float gamma=0.4, "
+        "float center=0.0, bool keys=False, float base=10000.0, str precision=\"exact\", ScalarType? dtype=None) "
+        "-> (Tensor, Tensor)");
+  // Re-rotation: angle to*omega_to - from*omega_from, factor af_to/af_from; to_* None: the from ones
+  // (to_seq_len: seq_len when given, else max(to_positions) + 1).
+  m.def("rope_rerotate_cos_sin(Tensor from_positions, Tensor to_positions, int dim, float base=10000.0, "
+        POSENC_SCALING "? scaling=None, int? seq_len=None, float? to_base=None, " POSENC_SCALING
+        "? to_scaling=None, int? to_seq_len=None, str precision=\"exact\", ScalarType? dtype=None) "
+        "-> (Tensor, Tensor)");
+
+  // Rotation by given tables, cos/sin (T, R/2) or (B, T, R/2): differentiable wrt x, cos and sin;
+  // the backward wrt x is the inverse rotation. The in-place form is not differentiable.
+  m.def("rope_rotate(Tensor x, Tensor cos, Tensor sin, str layout=\"half\", bool inverse=False) -> Tensor");
+  m.def("rope_rotate_(Tensor(a!) x, Tensor cos, Tensor sin, str layout=\"half\", bool inverse=False) "
+        "-> Tensor(a!)");
+  // Rotation by learned frequencies omega [R/2] (angle p*omega): differentiable wrt x and omega
+  // (the in-place form is not).
+  m.def("rope_rotate_omega(Tensor x, Tensor positions, Tensor omega, str layout=\"half\", bool inverse=False, "
+        "str precision=\"exact\") -> Tensor");
+  m.def("rope_rotate_omega_(Tensor(a!) x, Tensor positions, Tensor omega, str layout=\"half\", "
+        "bool inverse=False, str precision=\"exact\") -> Tensor(a!)");
+  m.def("rope_rotate_omega_backward(Tensor grad, Tensor x, Tensor positions, Tensor omega, str layout, "
+        "bool inverse, str precision, bool[2] output_mask) -> (Tensor, Tensor)");
+
+  // The whole operations: tables, then rotation (differentiable wrt x, and omega when given).
+  m.def("rope(Tensor x, Tensor positions, float base=10000.0, str layout=\"half\", int? rotary_dim=None, "
+        POSENC_SCALING "? scaling=None, int? seq_len=None, bool inverse=False, str precision=\"exact\", "
+        "Tensor? omega=None) -> Tensor");
+  m.def("rope_(Tensor(a!) x, Tensor positions, float base=10000.0, str layout=\"half\", int? rotary_dim=None, "
+        POSENC_SCALING "? scaling=None, int? seq_len=None, bool inverse=False, str precision=\"exact\", "
+        "Tensor? omega=None) -> Tensor(a!)");
+  // coords (T, n_axes) or (B, T, n_axes).
+  m.def("rope_axial(Tensor x, Tensor coords, int[] dims_per_axis=[], float base=10000.0, str layout=\"half\", "
+        "int? rotary_dim=None, " POSENC_SCALING "[]? scaling=None, int[]? seq_len=None, bool inverse=False, "
+        "str precision=\"exact\") -> Tensor");
+  // positions3 (3, T) or (3, B, T).
+  m.def("mrope(Tensor x, Tensor positions3, int[] mrope_section, bool interleaved=False, float base=10000.0, "
+        "str layout=\"half\", int? rotary_dim=None, " POSENC_SCALING "? scaling=None, int? seq_len=None, "
+        "bool inverse=False, str precision=\"exact\") -> Tensor");
+  // (q', k'): q scaled by zeta^((p-center)/scale_base), k by its inverse, both rotated.
+  m.def("xpos(Tensor q, Tensor k, Tensor positions, float scale_base=512.0, float gamma=0.4, float center=0.0, "
+        "float base=10000.0, str layout=\"half\", int? rotary_dim=None, str precision=\"exact\") "
+        "-> (Tensor, Tensor)");
+  // Keys rotated at from_positions become keys rotated at to_positions, in one rotation.
+  m.def("rerotate(Tensor k, Tensor from_positions, Tensor to_positions, float base=10000.0, "
+        "str layout=\"half\", int? rotary_dim=None, " POSENC_SCALING "? scaling=None, int? seq_len=None, "
+        "float? to_base=None, " POSENC_SCALING "? to_scaling=None, int? to_seq_len=None, "
+        "str precision=\"exact\") -> Tensor");
+  m.def("rerotate_(Tensor(a!) k, Tensor from_positions, Tensor to_positions, float base=10000.0, "
+        "str layout=\"half\", int? rotary_dim=None, " POSENC_SCALING "? scaling=None, int? seq_len=None, "
+        "float? to_base=None, " POSENC_SCALING "? to_scaling=None, int? to_seq_len=None, "
+        "str precision=\"exact\") -> Tensor(a!)");
 }
