@@ -2,6 +2,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <vector>
 
@@ -41,6 +43,30 @@ double seconds_of(const std::map<std::string, double>& times, const std::string&
     if (name.rfind(prefix, 0) == 0) return seconds;
   }
   throw std::runtime_error("benchmark " + prefix + " did not run (filtered out?)");
+}
+
+double paired_ratio(const std::function<void()>& base, const std::function<void()>& test, int rounds) {
+  auto seconds = [](const std::function<void()>& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  base();
+  test();
+  std::vector<double> ratios;
+  for (int r = 0; r < rounds; ++r) {
+    double t_base, t_test;
+    if (r % 2 == 0) {
+      t_base = seconds(base);
+      t_test = seconds(test);
+    } else {
+      t_test = seconds(test);
+      t_base = seconds(base);
+    }
+    ratios.push_back(t_base / t_test);
+  }
+  std::nth_element(ratios.begin(), ratios.begin() + rounds / 2, ratios.end());
+  return ratios[rounds / 2];
 }
 
 }  // namespace posenc::bench

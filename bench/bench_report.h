@@ -2,6 +2,7 @@
 // that a benchmark binary can print ratios measured within the same run.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -13,5 +14,11 @@ std::map<std::string, double> run_benchmarks(int argc, char** argv);
 
 // Time of the benchmark whose name starts with `prefix`; throws if absent.
 double seconds_of(const std::map<std::string, double>& times, const std::string& prefix);
+
+// Median over `rounds` of seconds(base) / seconds(test), the two timed back
+// to back in alternating order: on a shared machine whose bandwidth drifts
+// between runs, a ratio of paired timings is far steadier than a ratio of
+// two separately measured times. Each side runs once untimed first.
+double paired_ratio(const std::function<void()>& base, const std::function<void()>& test, int rounds);
 
 }  // namespace posenc::bench
