@@ -2,8 +2,9 @@
 
 The written table must be [N, D] float32 with cos(p * w_i) * a in columns
 0 .. D/2-1 and sin(p * w_i) * a in D/2 .. D-1 (a = the scaling's attention
-factor). The float64 references below are written plainly in numpy from the
-Hugging Face transformers formulas (modeling_rope_utils.py), not from our C++.
+factor). The float64 frequencies come from rope_references.py (the Hugging
+Face transformers formulas, modeling_rope_utils.py, written plainly), not
+from our C++.
 Bad input must give one line on stderr, exit code 2 and no file. The binary
 comes from $POSENC_CLI, default <repo>/build/bin/posenc.
 """
@@ -15,6 +16,8 @@ import subprocess
 
 import numpy as np
 import pytest
+
+import rope_references as ref
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("POSENC_CLI", str(REPO / "build" / "bin" / "posenc"))
@@ -49,75 +52,17 @@ def csv_list(values):
 # ---------------------------------------------------------------- references (HF, float64)
 
 def default_inv_freq(dim, base):
-    return 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
-
-
-def linear_inv_freq(dim, base, factor):
-    return default_inv_freq(dim, base) / factor
-
-
-def ntk_inv_freq(dim, base, factor):
-    return default_inv_freq(dim, base * factor ** (dim / (dim - 2)))
-
-
-def dynamic_inv_freq(dim, base, factor, original, seq_len=None):
-    seq_len = seq_len if seq_len is not None and seq_len > original else original
-    base = base * ((factor * seq_len / original) - (factor - 1)) ** (dim / (dim - 2))
-    return default_inv_freq(dim, base)
-
-
-def get_mscale(scale, mscale=1.0):
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
-
-
-def yarn_inv_freq(dim, base, factor, original, beta_fast=32.0, beta_slow=1.0, mscale=None, mscale_all_dim=None,
-                  truncate=True, attention_factor=None):
-    if attention_factor is None:
-        if mscale and mscale_all_dim:
-            attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
-        else:
-            attention_factor = get_mscale(factor)
-
-    def correction_dim(num_rotations):
-        return (dim * math.log(original / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
-
-    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
-    if truncate:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, dim - 1)
-    if low == high:
-        high += 0.001
-    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0, 1)
-    extrapolation_factor = 1 - ramp
-    pos_freqs = base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
-    inv = (1.0 / (factor * pos_freqs)) * (1 - extrapolation_factor) + (1.0 / pos_freqs) * extrapolation_factor
-    return inv, attention_factor
-
-
-def longrope_inv_freq(dim, base, short_factor, long_factor, original, factor, seq_len=None):
-    attention_factor = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
-    ext = np.asarray(long_factor if seq_len and seq_len > original else short_factor, dtype=np.float64)
-    inv = 1.0 / (ext * base ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
-    return inv, attention_factor
-
-
-def llama3_inv_freq(dim, base, factor, low_freq_factor, high_freq_factor, original):
-    inv = default_inv_freq(dim, base)
-    low_freq_wavelen, high_freq_wavelen = original / low_freq_factor, original / high_freq_factor
-    wavelen = 2 * math.pi / inv
-    llama = np.where(wavelen > low_freq_wavelen, inv / factor, inv)
-    smooth = (original / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
-    smoothed = (1 - smooth) * llama / factor + smooth * llama
-    medium = ~(wavelen < high_freq_wavelen) & ~(wavelen > low_freq_wavelen)
-    return np.where(medium, smoothed, llama)
+    return np.asarray(ref.default_inv_freq(dim, base))
 
 
 def table_ref(positions, inv_freq, attention_factor=1.0):
+    inv_freq = np.asarray(inv_freq, dtype=np.float64)
     angle = np.asarray(positions, dtype=np.float64)[:, None] * inv_freq[None, :]
     return attention_factor * np.concatenate([np.cos(angle), np.sin(angle)], axis=1)
 
 
 def check(a, positions, inv_freq, attention_factor=1.0):
+    # inv_freq, attention_factor: as the rope_references functions return them
     assert a.shape == (len(positions), 2 * len(inv_freq))
     np.testing.assert_allclose(a, table_ref(positions, inv_freq, attention_factor), rtol=0,
                                atol=EXACT_ATOL * attention_factor)
@@ -155,12 +100,12 @@ def test_far_positions_exact_and_fp32(tmp_path):
 @pytest.mark.parametrize("factor", [2.0, 8.0])
 def test_linear(tmp_path, factor):
     a = rope_table(tmp_path, "--positions", 200, "--dim", 64, "--scaling", "linear", "--factor", factor)
-    check(a, range(200), linear_inv_freq(64, 10000.0, factor))
+    check(a, range(200), *ref.hf_linear(64, 10000.0, factor))
 
 
 def test_ntk(tmp_path):
     a = rope_table(tmp_path, "--positions", 200, "--dim", 64, "--scaling", "ntk", "--factor", 4)
-    check(a, range(200), ntk_inv_freq(64, 10000.0, 4.0))
+    check(a, range(200), *ref.hf_ntk(64, 10000.0, 4.0))
 
 
 @pytest.mark.parametrize("seq_len", [None, 100, 512, 513, 2048])
@@ -168,7 +113,7 @@ def test_dynamic_regimes(tmp_path, seq_len):
     extra = [] if seq_len is None else ["--seq-len", seq_len]
     a = rope_table(tmp_path, "--positions", 160, "--dim", 64, "--scaling", "dynamic", "--factor", 2,
                    "--original-max-position-embeddings", 512, *extra)
-    check(a, range(160), dynamic_inv_freq(64, 10000.0, 2.0, 512, seq_len))
+    check(a, range(160), *ref.hf_dynamic(64, 10000.0, 2.0, 512, seq_len))
     if seq_len is None or seq_len <= 512:  # the default spectrum up to L0
         check(a, range(160), default_inv_freq(64, 10000.0))
 
@@ -177,7 +122,7 @@ def test_default_seq_len_is_the_table_length(tmp_path):
     # Without --seq-len the regime is that of max position + 1, as Hugging Face picks it.
     a = rope_table(tmp_path, "--positions", 1000, "--dim", 32, "--scaling", "dynamic", "--factor", 2,
                    "--original-max-position-embeddings", 512)
-    check(a, range(1000), dynamic_inv_freq(32, 10000.0, 2.0, 512, seq_len=1000))
+    check(a, range(1000), *ref.hf_dynamic(32, 10000.0, 2.0, 512, seq_len=1000))
     short, long = [1.0] * 8, [4.0] * 8
     longrope = ["--scaling", "longrope", "--short-factor", csv_list(short), "--long-factor", csv_list(long),
                 "--original-max-position-embeddings", 4096, "--factor", 1]
@@ -214,8 +159,7 @@ def test_yarn(tmp_path, case):
     kwargs = dict(kwargs)
     factor, original = kwargs.pop("factor"), kwargs.pop("original")
     a = rope_table(tmp_path, "--positions", 300, "--dim", 128, "--base", 1000000, "--scaling", "yarn", *args)
-    inv, attention = yarn_inv_freq(128, 1000000.0, factor, original, **kwargs)
-    check(a, range(300), inv, attention)
+    check(a, range(300), *ref.hf_yarn(128, 1000000.0, factor, original, **kwargs))
 
 
 def test_yarn_attention_factor_on_the_table(tmp_path):
@@ -234,8 +178,7 @@ def test_longrope_regimes(tmp_path, seq_len):
     a = rope_table(tmp_path, "--positions", 100, "--dim", 32, "--scaling", "longrope",
                    "--short-factor", csv_list(short), "--long-factor", csv_list(long),
                    "--original-max-position-embeddings", 4096, "--max-position-embeddings", 131072, *extra)
-    inv, attention = longrope_inv_freq(32, 10000.0, short, long, 4096, 131072 / 4096, seq_len)
-    check(a, range(100), inv, attention)
+    check(a, range(100), *ref.hf_longrope(32, 10000.0, 4096, short, long, seq_len=seq_len, factor=131072 / 4096))
     # Phi-3-mini-128k's attention factor, sqrt(1 + ln 32 / ln 4096) = sqrt(17/12), scales row 0.
     np.testing.assert_allclose(a[0, :16], math.sqrt(17 / 12), rtol=0, atol=EXACT_ATOL * 1.2)
 
@@ -254,7 +197,7 @@ def test_llama3(tmp_path):
     args = ["--scaling", "llama3", "--factor", 8, "--low-freq-factor", 1, "--high-freq-factor", 4,
             "--original-max-position-embeddings", 8192]
     a = rope_table(tmp_path, "--positions", 300, "--dim", 128, "--base", 500000, *args)
-    check(a, range(300), llama3_inv_freq(128, 500000.0, 8.0, 1.0, 4.0, 8192))
+    check(a, range(300), *ref.hf_llama3(128, 500000.0, 8.0, 1.0, 4.0, 8192))
 
 
 def test_csv_matches_npy(tmp_path):
