@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "posenc/error.h"
@@ -313,6 +314,39 @@ void check_table_args(const RopeTableSpec& spec, const int64_t* pos, const int64
           "pos_from must be null unless omega_from is set (re-rotation)");
 }
 
+// Fills rows [0, rows) of cos/sin, blocks of kBlock rows in parallel. A block
+// whose positions are consecutive (block_start(first, n) gives its first
+// position) takes the anchored recurrence; any other row is computed by
+// direct(r, scratch).
+template <class T, class BlockStart, class Direct>
+void fill_table(const Plan& plan, int64_t rows, T* cos, T* sin, BlockStart block_start, Direct direct) {
+  const int64_t half = plan.half;
+  const bool use_blocks = blocks_apply(plan, rows);
+  const BlockSteps steps = use_blocks ? make_block_steps(plan) : BlockSteps{};
+  const bool streaming = is_streaming(rows, half, sizeof(T));
+  const int64_t blocks = (rows + kBlock - 1) / kBlock;
+#pragma omp parallel if (rows * half > kParallelThreshold)
+  {
+    RowScratch w(half);
+    RowSink<T> sink(half, streaming);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = b * kBlock;
+      const int64_t n = std::min(kBlock, rows - first);
+      if (use_blocks) {
+        if (const std::optional<int64_t> p0 = block_start(first, n)) {
+          block_consecutive(plan, steps, *p0, first, n, w, sink, cos, sin);
+          continue;
+        }
+      }
+      for (int64_t r = first; r < first + n; ++r) {
+        direct(r, w);
+        sink.put(w.c.data(), w.s.data(), cos + r * half, sin + r * half);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -327,31 +361,16 @@ void rope_cos_sin(const RopeTableSpec& spec, const int64_t* pos, const int64_t* 
     for (int64_t k = 0; k < rows * axes; ++k) max_from = std::max(max_from, std::abs(static_cast<double>(pos_from[k])));
   }
   const Plan plan = make_plan(spec, max_pos, max_from);
-  const int64_t half = plan.half;
-  const bool use_blocks = blocks_apply(plan, rows);
-  const BlockSteps steps = use_blocks ? make_block_steps(plan) : BlockSteps{};
-  const bool streaming = is_streaming(rows, half, sizeof(T));
-  const int64_t blocks = (rows + kBlock - 1) / kBlock;
-#pragma omp parallel if (rows * half > kParallelThreshold)
-  {
-    RowScratch w(half);
-    RowSink<T> sink(half, streaming);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t first = b * kBlock;
-      const int64_t n = std::min(kBlock, rows - first);
-      bool consecutive = use_blocks;
-      for (int64_t k = 1; consecutive && k < n; ++k) consecutive = pos[first + k] == pos[first] + k;
-      if (consecutive) {
-        block_consecutive(plan, steps, pos[first], first, n, w, sink, cos, sin);
-        continue;
-      }
-      for (int64_t r = first; r < first + n; ++r) {
-        row_direct(plan, pos + r * axes, pos_from == nullptr ? nullptr : pos_from + r * axes, w);
-        sink.put(w.c.data(), w.s.data(), cos + r * half, sin + r * half);
-      }
+  auto block_start = [pos](int64_t first, int64_t n) -> std::optional<int64_t> {
+    for (int64_t k = 1; k < n; ++k) {
+      if (pos[first + k] != pos[first] + k) return std::nullopt;
     }
-  }
+    return pos[first];
+  };
+  auto direct = [&](int64_t r, RowScratch& w) {
+    row_direct(plan, pos + r * axes, pos_from == nullptr ? nullptr : pos_from + r * axes, w);
+  };
+  fill_table(plan, rows, cos, sin, block_start, direct);
 }
 
 template <class T>
@@ -365,30 +384,12 @@ void rope_cos_sin_range(const RopeTableSpec& spec, int64_t start, int64_t count,
   const double max_pos =
       std::max(std::abs(static_cast<double>(start)), std::abs(static_cast<double>(start + count - 1)));
   const Plan plan = make_plan(spec, max_pos, 0.0);
-  const int64_t half = plan.half;
-  const bool use_blocks = blocks_apply(plan, count);
-  const BlockSteps steps = use_blocks ? make_block_steps(plan) : BlockSteps{};
-  const bool streaming = is_streaming(count, half, sizeof(T));
-  const int64_t blocks = (count + kBlock - 1) / kBlock;
-#pragma omp parallel if (count * half > kParallelThreshold)
-  {
-    RowScratch w(half);
-    RowSink<T> sink(half, streaming);
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t first = b * kBlock;
-      const int64_t n = std::min(kBlock, count - first);
-      if (use_blocks) {
-        block_consecutive(plan, steps, start + first, first, n, w, sink, cos, sin);
-        continue;
-      }
-      for (int64_t r = first; r < first + n; ++r) {
-        const int64_t p = start + r;
-        row_direct(plan, &p, nullptr, w);
-        sink.put(w.c.data(), w.s.data(), cos + r * half, sin + r * half);
-      }
-    }
-  }
+  auto block_start = [start](int64_t first, int64_t) -> std::optional<int64_t> { return start + first; };
+  auto direct = [&](int64_t r, RowScratch& w) {
+    const int64_t p = start + r;
+    row_direct(plan, &p, nullptr, w);
+  };
+  fill_table(plan, count, cos, sin, block_start, direct);
 }
 
 template void rope_cos_sin<float>(const RopeTableSpec&, const int64_t*, const int64_t*, int64_t, float*, float*);
