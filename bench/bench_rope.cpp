@@ -146,13 +146,17 @@ void BM_op_inplace(benchmark::State& state, at::ScalarType dtype) {
   state.SetBytesProcessed(state.iterations() * kElems * static_cast<int64_t>(x.element_size()) * 2);
 }
 
+// The roofline's work: the same read-modify-write traffic as the rotation, no math.
+void scale_in_place(float* data) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t k = 0; k < kElems; ++k) data[k] *= 1.0000001f;
+}
+
 // Roofline: the same in-place read-modify-write traffic with no math.
 void BM_inplace_scale_roofline(benchmark::State& state) {
   std::vector<float> x = random_x();
-  float* data = x.data();
   for (auto _ : state) {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t k = 0; k < kElems; ++k) data[k] *= 1.0000001f;
+    scale_in_place(x.data());
     benchmark::DoNotOptimize(x.data());
   }
   state.SetBytesProcessed(state.iterations() * kElems * 4 * 2);
@@ -304,16 +308,8 @@ Paired measure_paired() {
   auto kernel_bf16 = [&] { posenc_rope(xb.data(), positions, omega, cos, sin); };
   auto op_f32 = [&] { posenc::nn::ops::rope_(xt, pt); };
   auto op_bf16 = [&] { posenc::nn::ops::rope_(xtb, pt); };
-  auto roofline = [&] {
-    float* data = x.data();
-#pragma omp parallel for simd schedule(static)
-    for (int64_t k = 0; k < kElems; ++k) data[k] *= 1.0000001f;
-  };
-  auto roofline_op = [&] {
-    float* data = xt.data_ptr<float>();
-#pragma omp parallel for simd schedule(static)
-    for (int64_t k = 0; k < kElems; ++k) data[k] *= 1.0000001f;
-  };
+  auto roofline = [&] { scale_in_place(x.data()); };
+  auto roofline_op = [&] { scale_in_place(xt.data_ptr<float>()); };
   auto torch_eager = [&] { benchmark::DoNotOptimize(torch_hf_rope(xt, pt).data_ptr()); };
 
   const std::vector<double> cache_omega = frequencies(2 * kCacheFreqs);
