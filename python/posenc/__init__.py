@@ -21,7 +21,9 @@ Conventions shared by every function:
   TypeError.
 
 Rotary embeddings (RoPE, its scalings, axial, M-RoPE, xPos, re-rotation) are
-in posenc.rope and re-exported here.
+in posenc.rope, relative position vectors (Shaw et al., sinusoidal, 2D) in
+posenc.relative, and attention biases (ALiBi, T5) in posenc.attention_bias;
+all are re-exported here.
 """
 
 import math
@@ -42,16 +44,36 @@ from .rope import (  # noqa: E402  (after the library is loaded)
     rope_cos_sin,
     rope_inv_freq,
 )
+from .relative import (  # noqa: E402
+    relative_logits,
+    relative_logits_2d,
+    relative_values,
+    sinusoidal_relative_table,
+)
+from .attention_bias import (  # noqa: E402
+    alibi_bias,
+    alibi_bias_2d,
+    alibi_slopes,
+    t5_bias,
+    t5_bias_2d,
+    t5_bucket,
+)
 
 __all__ = [
     "absolute",
     "absolute_kinds",
+    "alibi_bias",
+    "alibi_bias_2d",
+    "alibi_slopes",
     "apply_mrope",
     "apply_rope",
     "apply_rope_axial",
     "apply_xpos",
     "learnable_sinusoidal",
     "learned",
+    "relative_logits",
+    "relative_logits_2d",
+    "relative_values",
     "rerotate",
     "rope_cos_sin",
     "rope_inv_freq",
@@ -59,6 +81,10 @@ __all__ = [
     "sinusoidal_2d",
     "sinusoidal_3d",
     "sinusoidal_frequencies",
+    "sinusoidal_relative_table",
+    "t5_bias",
+    "t5_bias_2d",
+    "t5_bucket",
     "translation_matrix",
 ]
 

@@ -122,4 +122,36 @@ at::Tensor& rerotate_(at::Tensor& k, const at::Tensor& from_positions, const at:
                       c10::optional<int64_t> seq_len, c10::optional<double> to_base, const ScalingArg& to_scaling,
                       c10::optional<int64_t> to_seq_len, c10::string_view precision);
 
+// Relative position vectors (ops/cpu/relative.cpp, ops/autograd/relative.cpp, ops/relative.cpp;
+// implemented in relative_ops.cpp).
+at::Tensor relative_logits(const at::Tensor& q, const at::Tensor& table, int64_t max_distance,
+                           c10::optional<int64_t> k_len, int64_t query_offset);
+at::Tensor relative_values(const at::Tensor& probs, const at::Tensor& table, int64_t max_distance,
+                           int64_t query_offset);
+at::Tensor relative_table_grad(const at::Tensor& weights, const at::Tensor& x, int64_t max_distance, int64_t tables,
+                               int64_t query_offset);
+at::Tensor relative_2d_expand(const at::Tensor& rel_h, const at::Tensor& rel_w, int64_t height, int64_t width);
+std::tuple<at::Tensor, at::Tensor> relative_2d_reduce(const at::Tensor& grad, int64_t height, int64_t width);
+at::Tensor relative_logits_2d(const at::Tensor& q, const at::Tensor& table_h, const at::Tensor& table_w,
+                              int64_t height, int64_t width);
+at::Tensor sinusoidal_relative_table(int64_t max_distance, int64_t dim, double base,
+                                     const c10::optional<at::Tensor>& omega, c10::string_view layout,
+                                     c10::optional<at::ScalarType> dtype);
+
+// Attention biases (ops/cpu/attention_bias.cpp, ops/autograd/attention_bias.cpp; implemented in bias_ops.cpp).
+at::Tensor alibi_slopes(int64_t num_heads, c10::optional<at::ScalarType> dtype);
+at::Tensor alibi_bias(int64_t num_heads, int64_t q_len, int64_t k_len, bool causal,
+                      c10::optional<at::ScalarType> dtype);
+at::Tensor& alibi_bias_out(int64_t num_heads, int64_t q_len, int64_t k_len, bool causal, at::Tensor& out);
+at::Tensor alibi_bias_2d(int64_t num_heads, int64_t height, int64_t width, c10::string_view distance,
+                         c10::optional<at::ScalarType> dtype);
+at::Tensor t5_bucket(const at::Tensor& relative_position, bool bidirectional, int64_t num_buckets,
+                     int64_t max_distance);
+at::Tensor t5_bias(const at::Tensor& table, int64_t q_len, int64_t k_len, bool bidirectional, int64_t max_distance);
+at::Tensor t5_bias_backward(const at::Tensor& grad, int64_t num_buckets, bool bidirectional, int64_t max_distance);
+at::Tensor t5_bias_2d(const at::Tensor& table_h, const at::Tensor& table_w, int64_t height, int64_t width,
+                      bool bidirectional, int64_t max_distance);
+std::tuple<at::Tensor, at::Tensor> t5_bias_2d_backward(const at::Tensor& grad, int64_t num_buckets, int64_t height,
+                                                       int64_t width, bool bidirectional, int64_t max_distance);
+
 }  // namespace posenc::nn::dispatch

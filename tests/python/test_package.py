@@ -30,6 +30,17 @@ SIGNATURES = {
                      f"precision='exact', normalize=False, normalize_scale={2 * math.pi!r}, dtype=torch.float32)",
     "translation_matrix": "(delta, dim, *, base=10000.0, layout='interleaved')",
     "sinusoidal_frequencies": "(dim, *, base=10000.0)",
+    # Relative position vectors and attention biases (issue 4).
+    "relative_logits": "(q, table, max_distance, *, k_len=None, query_offset=0)",
+    "relative_values": "(probs, table, max_distance, *, query_offset=0)",
+    "relative_logits_2d": "(q, table_h, table_w, height, width)",
+    "sinusoidal_relative_table": "(max_distance, dim, *, base=10000.0, omega=None, layout='interleaved', dtype=None)",
+    "alibi_slopes": "(num_heads, *, dtype=torch.float32)",
+    "alibi_bias": "(num_heads, q_len, k_len, *, causal=False, dtype=torch.float32, out=None)",
+    "alibi_bias_2d": "(num_heads, height, width, *, distance='euclidean', dtype=torch.float32)",
+    "t5_bucket": "(relative_position, *, bidirectional=True, num_buckets=32, max_distance=128)",
+    "t5_bias": "(table, q_len, k_len, *, bidirectional=True, max_distance=128)",
+    "t5_bias_2d": "(table_h, table_w, height, width, *, bidirectional=True, max_distance=128)",
 }
 
 

@@ -186,4 +186,48 @@ TORCH_LIBRARY(posenc, m) {
         "str layout=\"half\", int? rotary_dim=None, " POSENC_SCALING "? scaling=None, int? seq_len=None, "
         "float? to_base=None, " POSENC_SCALING "? to_scaling=None, int? to_seq_len=None, "
         "str precision=\"exact\") -> Tensor(a!)");
+
+  // ---- Relative position vectors (kernels/relative.h, relative_2d.h; docs/relative.md) ----------
+  // Table row r holds offset r - k, k = max_distance; query i and key j use row
+  // clip(j - (i + query_offset), -k, k) + k. A table is [2k+1, Dh] (shared by the heads) or
+  // [H, 2k+1, Dh]. Inputs float32/float64/bfloat16/float16; the output has the input's dtype.
+  // q (B, H, Tq, Dh) -> (B, H, Tq, Tk), k_len None meaning Tq; differentiable wrt q and table.
+  m.def("relative_logits(Tensor q, Tensor table, int max_distance, int? k_len=None, int query_offset=0) -> Tensor");
+  // probs (B, H, Tq, Tk) -> (B, H, Tq, Dh): sum_j probs[i, j] table[row(i, j)]; differentiable wrt both.
+  m.def("relative_values(Tensor probs, Tensor table, int max_distance, int query_offset=0) -> Tensor");
+  // The table gradient of both: weights (B, H, Tq, Tk), x (B, H, Tq, Dh) -> [tables, 2k+1, Dh]
+  // (tables 1: summed over heads). Differentiable (its derivatives are the two ops above).
+  m.def("relative_table_grad(Tensor weights, Tensor x, int max_distance, int tables, int query_offset=0) -> Tensor");
+  // 2D (BoTNet): rel_h (B, H, HW, 2*height-1), rel_w (B, H, HW, 2*width-1) -> (B, H, HW, HW), and its adjoint.
+  m.def("relative_2d_expand(Tensor rel_h, Tensor rel_w, int height, int width) -> Tensor");
+  m.def("relative_2d_reduce(Tensor grad, int height, int width) -> (Tensor, Tensor)");
+  // q (B, H, HW, Dh), table_h [2*height-1, Dh] | [H, 2*height-1, Dh], table_w likewise over width:
+  // the term q_(y,x) . (table_h[y'-y+height-1] + table_w[x'-x+width-1]); differentiable.
+  m.def("relative_logits_2d(Tensor q, Tensor table_h, Tensor table_w, int height, int width) -> Tensor");
+  // [2k+1, dim], row r the sinusoid of offset r - k (NEZHA); omega [dim/2]: learnable frequencies
+  // (Wang et al. 2021), differentiable. dtype None: omega's dtype, else float32.
+  m.def("sinusoidal_relative_table(int max_distance, int dim, float base=10000.0, Tensor? omega=None, "
+        "str layout=\"interleaved\", ScalarType? dtype=None) -> Tensor");
+
+  // ---- Attention biases (kernels/alibi.h, t5.h; docs/relative.md) -------------------------------
+  // Queries are the last q_len of the k_len keys: query i sits at key position i + k_len - q_len.
+  // ALiBi slopes [num_heads] (dtype None: float32) and the bias [num_heads, q_len, k_len],
+  // -m_h |i' - j|, causal: -inf after the query.
+  m.def("alibi_slopes(int num_heads, ScalarType? dtype=None) -> Tensor");
+  m.def("alibi_bias(int num_heads, int q_len, int k_len, bool causal=False, ScalarType? dtype=None) -> Tensor");
+  m.def("alibi_bias.out(int num_heads, int q_len, int k_len, bool causal=False, *, Tensor(a!) out) -> Tensor(a!)");
+  // [num_heads, HW, HW], -m_h dist((y,x), (y',x')); distance "euclidean" | "manhattan".
+  m.def("alibi_bias_2d(int num_heads, int height, int width, str distance=\"euclidean\", ScalarType? dtype=None) "
+        "-> Tensor");
+  // T5 buckets of relative positions (key - query), any integer tensor -> int64 of the same shape.
+  m.def("t5_bucket(Tensor relative_position, bool bidirectional=True, int num_buckets=32, int max_distance=128) "
+        "-> Tensor");
+  // table [num_buckets, H] -> [H, q_len, k_len], differentiable wrt table; backward: grad -> [num_buckets, H].
+  m.def("t5_bias(Tensor table, int q_len, int k_len, bool bidirectional=True, int max_distance=128) -> Tensor");
+  m.def("t5_bias_backward(Tensor grad, int num_buckets, bool bidirectional, int max_distance) -> Tensor");
+  // 2D: table_h[bucket(y'-y), h] + table_w[bucket(x'-x), h] -> [H, HW, HW]; differentiable wrt both tables.
+  m.def("t5_bias_2d(Tensor table_h, Tensor table_w, int height, int width, bool bidirectional=True, "
+        "int max_distance=128) -> Tensor");
+  m.def("t5_bias_2d_backward(Tensor grad, int num_buckets, int height, int width, bool bidirectional, "
+        "int max_distance) -> (Tensor, Tensor)");
 }

@@ -1,0 +1,2 @@
+// Placeholder: filled in by the issue-4 nn work.
+#include <gtest/gtest.h>
