@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -34,6 +35,17 @@ decltype(auto) translate_errors(Body&& body) {
 }
 
 inline std::string_view to_std(c10::string_view s) noexcept { return {s.data(), s.size()}; }
+
+// The dtype's Python name (torch.float32 -> "float32"), as messages write it.
+inline std::string dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    default: return c10::toString(t);
+  }
+}
 
 inline bool is_float_dtype(at::ScalarType t) noexcept {
   return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;

@@ -25,18 +25,9 @@
 namespace posenc::nn {
 namespace {
 
-const char* bool_name(bool value) noexcept { return value ? "true" : "false"; }
+using detail::dtype_name;
 
-// The Python name of a dtype, as the ops' messages write it.
-std::string dtype_name(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kBFloat16: return "bfloat16";
-    case at::kHalf: return "float16";
-    default: return c10::toString(t);
-  }
-}
+const char* bool_name(bool value) noexcept { return value ? "true" : "false"; }
 
 void check_init_std(const std::string& op, double init_std) {
   TORCH_CHECK_VALUE(std::isfinite(init_std) && init_std >= 0, "[", op, "] init_std must be finite and >= 0, got ",

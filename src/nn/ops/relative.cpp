@@ -20,15 +20,7 @@
 namespace posenc::nn {
 namespace {
 
-std::string dtype_name(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kBFloat16: return "bfloat16";
-    case at::kHalf: return "float16";
-    default: return c10::toString(t);
-  }
-}
+using detail::dtype_name;
 
 bool given(const c10::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
 

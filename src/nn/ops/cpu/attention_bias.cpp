@@ -24,6 +24,8 @@
 namespace posenc::nn {
 namespace {
 
+using detail::dtype_name;
+
 using detail::to_std;
 using detail::translate_errors;
 
@@ -33,17 +35,6 @@ constexpr const char* kAlibi2d = "alibi_bias_2d";
 constexpr const char* kBucket = "t5_bucket";
 constexpr const char* kT5 = "t5_bias";
 constexpr const char* kT52d = "t5_bias_2d";
-
-// torch's Python names, as users write them (torch.float32), for messages.
-std::string dtype_name(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kBFloat16: return "bfloat16";
-    case at::kHalf: return "float16";
-    default: return c10::toString(t);
-  }
-}
 
 // k_len - q_len, or 0 when an extent is negative (the kernels then name it;
 // the difference of two arbitrary int64 could overflow).

@@ -23,18 +23,10 @@
 namespace posenc::nn {
 namespace {
 
+using detail::dtype_name;
+
 using kernels::BatchedMatrix;
 using kernels::RelativeTable;
-
-std::string dtype_name(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kBFloat16: return "bfloat16";
-    case at::kHalf: return "float16";
-    default: return c10::toString(t);
-  }
-}
 
 // "(1, 8, 16)": sizes as the kernels' messages spell them.
 std::string tuple_of(at::IntArrayRef sizes) {
