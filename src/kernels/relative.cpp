@@ -25,7 +25,7 @@
 
 #include "posenc/error.h"
 #include "posenc/kernels/relative.h"
-#include "relative_store.h"
+#include "streaming_copy.h"
 #include "small_gemm.h"
 
 namespace posenc::kernels {

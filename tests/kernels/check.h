@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <span>
@@ -31,6 +32,18 @@ void expect_error(const std::function<void()>& f, const std::string& message) {
   } catch (const E& e) {
     EXPECT_EQ(std::string(e.what()), message);
   }
+}
+
+// The fastest of `repetitions` timings of f(), in seconds (timing tests only).
+template <class F>
+double best_seconds(F&& f, int repetitions = 4) {
+  double best = 1e30;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
 }
 
 }  // namespace posenc::test

@@ -19,6 +19,7 @@
 namespace posenc::kernels {
 namespace {
 
+using test::best_seconds;
 using test::expect_error;
 
 // The paper's get_slopes (Press et al., github.com/ofirpress/attention_with_linear_biases),
@@ -307,15 +308,6 @@ TEST(AlibiTiming, Fill32x4096x4096) {
   const int64_t heads = 32, t = 4096, n = heads * t * t;
   std::vector<float> out(static_cast<size_t>(n));  // zeroed: touched once before timing
   const std::vector<double> slopes = alibi_slopes(heads);
-  auto best_seconds = [](auto&& f) {
-    double best = 1e30;
-    for (int rep = 0; rep < 4; ++rep) {
-      const auto t0 = std::chrono::steady_clock::now();
-      f();
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
-  };
   const double bytes = static_cast<double>(n) * sizeof(float);  // one write per value
   const double fill_s = best_seconds([&] {
 #pragma omp parallel for schedule(static)

@@ -19,6 +19,7 @@
 namespace posenc::kernels {
 namespace {
 
+using test::best_seconds;
 using test::expect_error;
 
 // transformers/models/t5/modeling_t5.py, T5Attention._relative_position_bucket,
@@ -519,15 +520,6 @@ TEST(T5Timing, Fill32x4096x4096) {
   const T5BucketParams p{};
   const std::vector<float> table = random_values<float>(p.num_buckets * heads, 14);
   std::vector<float> out(static_cast<size_t>(n));  // zeroed: touched once before timing
-  auto best_seconds = [](auto&& f) {
-    double best = 1e30;
-    for (int rep = 0; rep < 4; ++rep) {
-      const auto t0 = std::chrono::steady_clock::now();
-      f();
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
-  };
   const double bytes = static_cast<double>(n) * sizeof(float);  // one write per value
   const double fill_s = best_seconds([&] {
 #pragma omp parallel for schedule(static)

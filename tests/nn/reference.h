@@ -77,4 +77,25 @@ inline void expect_value_error(const std::function<void()>& body, const std::str
   expect_error<c10::ValueError>(body, message);
 }
 
+// out is exact rounded once to out's dtype: within half an ulp of each value
+// plus `slack` for the float32 work before that rounding. A second rounding
+// (the bias to bfloat16 before the sum, say) shows up as up to a full ulp.
+inline void expect_rounded_once(const at::Tensor& out, const at::Tensor& exact, double slack) {
+  int bits = 0;  // explicit significand bits
+  switch (out.scalar_type()) {
+    case at::kDouble: bits = 52; break;
+    case at::kFloat: bits = 23; break;
+    case at::kBFloat16: bits = 7; break;
+    case at::kHalf: bits = 10; break;
+    default: FAIL() << "unexpected dtype " << out.scalar_type();
+  }
+  // float16 subnormals (below 2^-14) keep the ulp of 2^-14.
+  const double smallest = out.scalar_type() == at::kHalf ? 0x1p-14 : 1e-300;
+  const at::Tensor magnitude = exact.abs().clamp_min(smallest);
+  const at::Tensor half_ulp = at::exp2(at::floor(at::log2(magnitude)) - bits) * 0.5;
+  const at::Tensor excess = (out.to(at::kDouble) - exact).abs() - half_ulp - slack;
+  EXPECT_LE(excess.max().item<double>(), 0.0)
+      << "worst at " << exact.flatten()[excess.flatten().argmax()].item<double>();
+}
+
 }  // namespace posenc::nn::test

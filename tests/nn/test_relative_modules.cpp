@@ -99,27 +99,6 @@ void expect_grad_near(const at::Tensor& got, const at::Tensor& expected, double 
   EXPECT_LE(max_abs_diff(got, expected), tolerance) << what;
 }
 
-// out is exact rounded once to out's dtype: within half an ulp of each value
-// plus `slack` for the float32 work before that rounding. A second rounding
-// (the bias to bfloat16 before the sum, say) shows up as up to a full ulp.
-void expect_rounded_once(const at::Tensor& out, const at::Tensor& exact, double slack) {
-  int bits = 0;  // explicit significand bits
-  switch (out.scalar_type()) {
-    case at::kDouble: bits = 52; break;
-    case at::kFloat: bits = 23; break;
-    case at::kBFloat16: bits = 7; break;
-    case at::kHalf: bits = 10; break;
-    default: FAIL() << "unexpected dtype " << out.scalar_type();
-  }
-  // float16 subnormals (below 2^-14) keep the ulp of 2^-14.
-  const double smallest = out.scalar_type() == at::kHalf ? 0x1p-14 : 1e-300;
-  const at::Tensor magnitude = exact.abs().clamp_min(smallest);
-  const at::Tensor half_ulp = at::exp2(at::floor(at::log2(magnitude)) - bits) * 0.5;
-  const at::Tensor excess = (out.to(at::kDouble) - exact).abs() - half_ulp - slack;
-  EXPECT_LE(excess.max().item<double>(), 0.0)
-      << "worst at " << exact.flatten()[excess.flatten().argmax()].item<double>();
-}
-
 TEST(RelativeModules, ShawDecodingAlignmentTheRowsByHand) {
   // Tq = 2 queries on the last of Tk = 5 keys (positions 3 and 4), k = 1.
   const at::Tensor rows = clipped_rows(2, 5, 1);
