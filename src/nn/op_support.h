@@ -34,6 +34,9 @@ decltype(auto) translate_errors(Body&& body) {
   }
 }
 
+// An optional tensor argument that was passed (not None, not undefined).
+inline bool given(const c10::optional<at::Tensor>& t) noexcept { return t.has_value() && t->defined(); }
+
 inline std::string_view to_std(c10::string_view s) noexcept { return {s.data(), s.size()}; }
 
 // The dtype's Python name (torch.float32 -> "float32"), as messages write it.

@@ -16,6 +16,8 @@
 namespace posenc::nn {
 namespace {
 
+using detail::given;
+
 constexpr const char* kOp = "absolute";
 constexpr std::string_view kLearned = "learned";
 constexpr std::string_view kLearnable = "learnable-sinusoidal";
@@ -38,8 +40,6 @@ void check_kind(std::string_view kind) {
   }
   TORCH_CHECK_VALUE(false, "[", kOp, "] kind must be one of ", known, ", got '", kind, "'");
 }
-
-bool given(const c10::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
 
 // Shared by absolute and absolute_range once positions exist. dtype None keeps
 // the table's / omega's dtype for the tensor kinds.

@@ -20,9 +20,9 @@
 namespace posenc::nn {
 namespace {
 
-using detail::dtype_name;
+using detail::given;
 
-bool given(const c10::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
+using detail::dtype_name;
 
 // table_h / table_w: [rows, Dh] or [H, rows, Dh] with rows = 2*extent-1, q's dtype, on the CPU.
 void check_table_2d(const char* op, const char* name, const char* extent_name, int64_t extent,

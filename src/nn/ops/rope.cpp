@@ -21,10 +21,10 @@
 namespace posenc::nn {
 namespace {
 
+using detail::given;
+
 using detail::ScalingArg;
 using detail::ScalingListArg;
-
-bool given(const c10::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
 
 // x and positions checked; positions as int64.
 at::Tensor checked_positions(const char* op, const at::Tensor& x, const at::Tensor& positions,
