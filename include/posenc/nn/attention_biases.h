@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "posenc/kernels/alibi.h"
+#include "posenc/nn/attention_ops.h"
 
 namespace posenc::nn {
 
@@ -40,6 +41,11 @@ class AttentionBiasImpl : public torch::nn::Module {
   // [num_heads, q_len, k_len] in the dtype of the module's parameters or
   // buffers (float32 unless moved with to()); differentiable wrt the parameters.
   virtual at::Tensor bias(int64_t q_len, int64_t k_len) = 0;
+  // Writes this bias into the attention terms (posenc/nn/attention_ops.h) in
+  // `compute`: the default adds bias(q_len, k_len) as a dense term; families
+  // that depend on the offset only write the O(H*T) offset_bias or grid_bias
+  // instead, so the fused kernel never sees a (Tq, Tk) tensor.
+  virtual void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute);
 
   int64_t num_heads() const noexcept { return num_heads_; }
 
@@ -75,6 +81,7 @@ class AlibiBiasImpl : public AttentionBiasImpl {
   explicit AlibiBiasImpl(const AlibiBiasOptions& options);
 
   at::Tensor bias(int64_t q_len, int64_t k_len) override;
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const AlibiBiasOptions& options() const noexcept { return options_; }
@@ -105,6 +112,7 @@ class T5BiasImpl : public AttentionBiasImpl {
   // Draws the table again from N(0, init_std^2) (torch's default generator).
   void reset_parameters();
   at::Tensor bias(int64_t q_len, int64_t k_len) override;
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const T5BiasOptions& options() const noexcept { return options_; }
@@ -135,6 +143,7 @@ class AlibiBias2dImpl : public AttentionBiasImpl {
   explicit AlibiBias2dImpl(const AlibiBias2dOptions& options);
 
   at::Tensor bias(int64_t q_len, int64_t k_len) override;
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const AlibiBias2dOptions& options() const noexcept { return options_; }
@@ -168,6 +177,7 @@ class T5Bias2dImpl : public AttentionBiasImpl {
 
   void reset_parameters();
   at::Tensor bias(int64_t q_len, int64_t k_len) override;
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const T5Bias2dOptions& options() const noexcept { return options_; }

@@ -31,6 +31,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "posenc/nn/attention_ops.h"
+
 namespace posenc::nn {
 
 class RelativeEncodingImpl : public torch::nn::Module {
@@ -43,6 +45,11 @@ class RelativeEncodingImpl : public torch::nn::Module {
   // probs (B, H, Tq, Tk) -> (B, H, Tq, Dh) in probs' dtype. Default: throws
   // c10::Error "[Name] has no value vectors".
   virtual at::Tensor values(const at::Tensor& probs);
+  // Writes this family's relative terms (tables, shifts, 2D tables; see
+  // posenc/nn/attention_ops.h) in `compute` for q_len queries on k_len keys,
+  // differentiable wrt the parameters, so one attention call (fused or
+  // composed) applies logits() and values() together.
+  virtual void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) = 0;
 
   // H the module was built for; 0: any (one table shared by the heads).
   int64_t num_heads() const noexcept { return num_heads_; }
@@ -96,6 +103,7 @@ class ShawRelativeImpl : public RelativeEncodingImpl {
   // Draws the tables again from N(0, init_std^2) (torch's default generator).
   void reset_parameters();
   at::Tensor logits(const at::Tensor& q, const at::Tensor& k) override;
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   bool has_values() const override { return options_.values(); }
   at::Tensor values(const at::Tensor& probs) override;
   void pretty_print(std::ostream& stream) const override;
@@ -134,6 +142,7 @@ class SinusoidalRelativeImpl : public RelativeEncodingImpl {
   // omega back to base^(-2i/Dh).
   void reset_parameters();
   at::Tensor logits(const at::Tensor& q, const at::Tensor& k) override;
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   bool has_values() const override { return options_.values(); }
   at::Tensor values(const at::Tensor& probs) override;
   void pretty_print(std::ostream& stream) const override;
@@ -172,6 +181,7 @@ class TransformerXLRelativeImpl : public RelativeEncodingImpl {
 
   void reset_parameters();
   at::Tensor logits(const at::Tensor& q, const at::Tensor& k) override;
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const TransformerXLOptions& options() const noexcept { return options_; }
@@ -212,6 +222,7 @@ class Relative2dImpl : public RelativeEncodingImpl {
 
   void reset_parameters();
   at::Tensor logits(const at::Tensor& q, const at::Tensor& k) override;
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const Relative2dOptions& options() const noexcept { return options_; }

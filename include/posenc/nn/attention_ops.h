@@ -1,0 +1,75 @@
+// Attention with positional terms from C++ (torch.ops.posenc.attention*,
+// docs/attention.md). One function, two paths that agree:
+//   * fused (posenc/kernels/attention.h): streaming softmax over key tiles,
+//     every term applied on the fly, no (Tq, Tk) buffer unless the weights
+//     are asked for; taken when no gradient is needed;
+//   * composed: the same formula from differentiable ops (matmul,
+//     relative_logits / relative_values, index, softmax), taken when any
+//     input requires grad under grad mode.
+// Shapes: q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv) -> out (B, H, Tq, Dv)
+// [and weights (B, H, Tq, Tk)]. Query i sits at key position i + Tk - Tq.
+//   logits = scale * ((q + u) . k + (q + w) . rel_k[clip(j - i', -K, K) + K] + 2D relative)
+//            + offset_bias[h, j - i' + Tq - 1] + grid_bias + bias,  masks -> -inf
+//   out    = softmax(logits) @ v + sum_j p_ij rel_v[clip(j - i', -K, K) + K]
+// A row whose keys are all masked gives zeros (not NaN), on both paths.
+// Inputs float32 / float64 / bfloat16 / float16 (all the same dtype); the math
+// runs in float32 (float64 for float64) and the result is rounded once.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+
+namespace posenc::nn {
+
+// The terms an encoding contributes inside attention, by point of DESIGN.md
+// section 2 (the attention layer collects them from its encodings without
+// knowing the families). Undefined tensors are absent terms.
+struct AttentionTerms {
+  // ---- logit bias
+  at::Tensor offset_bias;  // [H, Tq + Tk - 1], element d + Tk - 1 for offset d = j - i' in [-(Tk-1), Tq-1] (ALiBi, T5)
+  at::Tensor grid_bias;    // [H, 2*grid_height - 1, 2*grid_width - 1] by (dy, dx) (2D ALiBi, 2D T5)
+  at::Tensor bias;         // dense, broadcastable to (B, H, Tq, Tk): [H, Tq, Tk] or (B, H, Tq, Tk)
+  bool causal = false;     // a family may ask for the causal mask (e.g. causal ALiBi)
+  // ---- relative vectors
+  at::Tensor rel_k;             // [2K+1, Dh] or [H, 2K+1, Dh]
+  at::Tensor rel_v;             // [2K+1, Dv] or [H, 2K+1, Dv]
+  int64_t max_distance = 0;     // K
+  at::Tensor content_shift;     // u [H, Dh]: (q + u) . k (Transformer-XL)
+  at::Tensor relative_shift;    // w [H, Dh]: (q + w) . rel_k (Transformer-XL's v)
+  at::Tensor grid_h, grid_w;    // 2D relative: [2*grid_height-1, Dh] / [2*grid_width-1, Dh] (or [H, ., Dh])
+  int64_t grid_height = 0, grid_width = 0;
+};
+
+struct AttentionCall {
+  bool causal = false;
+  std::optional<at::Tensor> key_padding_mask;  // (B, Tk) bool, true = padding (ignored)
+  std::optional<double> scale;                 // unset: 1/sqrt(Dh)
+  bool return_weights = false;
+  double dropout = 0.0;  // on the weights, in [0, 1); > 0 forces the composed path (training)
+};
+
+namespace ops {
+
+// Returns (out, weights); weights is an undefined tensor unless call.return_weights.
+// Picks the fused path when no gradient is needed (see above).
+std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                             const AttentionTerms& terms, const AttentionCall& call = {});
+// The composed (differentiable) path, always.
+std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                      const AttentionTerms& terms, const AttentionCall& call = {});
+// The fused path, always (no gradient: refuses inputs that require grad under grad mode).
+std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                   const AttentionTerms& terms, const AttentionCall& call = {});
+
+// Offset-bias rows for the terms above, [H, q_len + k_len - 1] (element d + k_len - 1 for d = j - i' in [-(k_len-1), q_len-1]):
+// ALiBi -m_h |d| from slopes [H] (differentiable wrt slopes); T5 table[bucket(d), h] from
+// table [num_buckets, H] (differentiable wrt table).
+at::Tensor alibi_offset_bias(const at::Tensor& slopes, int64_t q_len, int64_t k_len);
+at::Tensor t5_offset_bias(const at::Tensor& table, int64_t q_len, int64_t k_len, bool bidirectional = true,
+                          int64_t max_distance = 128);
+
+}  // namespace ops
+}  // namespace posenc::nn
