@@ -30,7 +30,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <string>
@@ -88,31 +87,6 @@ at::Tensor eager_t5_buckets() {
 
 // compute_bias: the buckets, then the table lookup; HF returns the permuted view.
 at::Tensor eager_t5(const at::Tensor& table) { return at::embedding(table, eager_t5_buckets()).permute({2, 0, 1}); }
-
-// ---------------------------------------------------------------------------
-// Peak resident memory above the baseline while f runs, in bytes (-1 when
-// /proc/self/clear_refs cannot reset the high-water mark).
-
-int64_t status_kib(const std::string& key) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
-  }
-  return -1;
-}
-
-int64_t peak_extra_bytes(const std::function<void()>& f) {
-  {
-    std::ofstream reset("/proc/self/clear_refs");
-    reset << "5";
-    if (!reset.good()) return -1;
-  }
-  const int64_t before = status_kib("VmRSS");
-  f();
-  const int64_t peak = status_kib("VmHWM");
-  return before < 0 || peak < 0 ? -1 : (peak - before) * 1024;
-}
 
 // ---------------------------------------------------------------------------
 // Inputs, built once.
@@ -291,8 +265,8 @@ int main(int argc, char** argv) {
   const double t5_out_ratio = paired_ratio(torch_t5_out, posenc_t5_out, kRounds);
 
   const double logits_bytes = 4.0 * kB * kH * kT * kT, values_bytes = 4.0 * kB * kH * kT * kDh;
-  const int64_t mem_logits = peak_extra_bytes(posenc_logits), mem_logits_eager = peak_extra_bytes(torch_logits);
-  const int64_t mem_values = peak_extra_bytes(posenc_values), mem_values_eager = peak_extra_bytes(torch_values);
+  const int64_t mem_logits = posenc::bench::peak_extra_bytes(posenc_logits), mem_logits_eager = posenc::bench::peak_extra_bytes(torch_logits);
+  const int64_t mem_values = posenc::bench::peak_extra_bytes(posenc_values), mem_values_eager = posenc::bench::peak_extra_bytes(torch_values);
   const double gflop = 2.0 * kB * kH * kT * kT * kDh / 1e9;
 
   std::printf("\nrelative_logits (%lld, %lld, %lld, %lld), k = %lld, same run; fastest | paired median:\n",

@@ -4,11 +4,21 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
 namespace posenc::bench {
 namespace {
+
+int64_t status_kib(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
+  }
+  return -1;
+}
 
 class CapturingReporter : public benchmark::ConsoleReporter {
  public:
@@ -67,6 +77,18 @@ double paired_ratio(const std::function<void()>& base, const std::function<void(
   }
   std::nth_element(ratios.begin(), ratios.begin() + rounds / 2, ratios.end());
   return ratios[rounds / 2];
+}
+
+int64_t peak_extra_bytes(const std::function<void()>& f) {
+  {
+    std::ofstream reset("/proc/self/clear_refs");
+    reset << "5";
+    if (!reset.good()) return -1;
+  }
+  const int64_t before = status_kib("VmRSS");
+  f();
+  const int64_t peak = status_kib("VmHWM");
+  return before < 0 || peak < 0 ? -1 : (peak - before) * 1024;
 }
 
 }  // namespace posenc::bench

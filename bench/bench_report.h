@@ -2,6 +2,7 @@
 // that a benchmark binary can print ratios measured within the same run.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -20,5 +21,9 @@ double seconds_of(const std::map<std::string, double>& times, const std::string&
 // between runs, a ratio of paired timings is far steadier than a ratio of
 // two separately measured times. Each side runs once untimed first.
 double paired_ratio(const std::function<void()>& base, const std::function<void()>& test, int rounds);
+
+// Peak resident memory above the baseline while f runs, in bytes (VmHWM after
+// resetting it through /proc/self/clear_refs); -1 when that reset is refused.
+int64_t peak_extra_bytes(const std::function<void()>& f);
 
 }  // namespace posenc::bench
