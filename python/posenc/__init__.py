@@ -22,8 +22,9 @@ Conventions shared by every function:
 
 Rotary embeddings (RoPE, its scalings, axial, M-RoPE, xPos, re-rotation) are
 in posenc.rope, relative position vectors (Shaw et al., sinusoidal, 2D) in
-posenc.relative, and attention biases (ALiBi, T5) in posenc.attention_bias;
-all are re-exported here.
+posenc.relative, attention biases (ALiBi, T5) in posenc.attention_bias, and
+attention with any of them applied inside (fused or differentiable) in
+posenc.attention; all are re-exported here.
 """
 
 import math
@@ -58,6 +59,7 @@ from .attention_bias import (  # noqa: E402
     t5_bias_2d,
     t5_bucket,
 )
+from .attention import attention  # noqa: E402
 
 __all__ = [
     "absolute",
@@ -69,6 +71,7 @@ __all__ = [
     "apply_rope",
     "apply_rope_axial",
     "apply_xpos",
+    "attention",
     "learnable_sinusoidal",
     "learned",
     "relative_logits",

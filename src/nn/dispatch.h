@@ -155,3 +155,33 @@ std::tuple<at::Tensor, at::Tensor> t5_bias_2d_backward(const at::Tensor& grad, i
                                                        int64_t width, bool bidirectional, int64_t max_distance);
 
 }  // namespace posenc::nn::dispatch
+
+// ---- Attention (ops/cpu/attention.cpp; implemented in attention_ops.cpp) ----
+namespace posenc::nn {
+struct AttentionTerms;
+struct AttentionCall;
+}  // namespace posenc::nn
+
+namespace posenc::nn::dispatch {
+
+std::tuple<at::Tensor, at::Tensor> attention_fused(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& offset_bias,
+    const c10::optional<at::Tensor>& grid_bias, const c10::optional<at::Tensor>& bias,
+    const c10::optional<at::Tensor>& rel_k, const c10::optional<at::Tensor>& rel_v, int64_t max_distance,
+    const c10::optional<at::Tensor>& content_shift, const c10::optional<at::Tensor>& relative_shift,
+    const c10::optional<at::Tensor>& grid_h, const c10::optional<at::Tensor>& grid_w, int64_t grid_height,
+    int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
+    bool return_weights);
+
+}  // namespace posenc::nn::dispatch
+
+namespace posenc::nn::detail {
+
+// The checks both attention paths share (c10::ValueError / TypeError, "[attention] ..."):
+// q, k, v, the call's mask, scale and dropout, and every term's shape and dtype.
+void check_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms,
+                     const AttentionCall& call);
+// Refuses (c10::ValueError) an input that requires grad under grad mode: the fused path has no backward.
+void refuse_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms);
+
+}  // namespace posenc::nn::detail

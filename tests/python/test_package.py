@@ -41,6 +41,11 @@ SIGNATURES = {
     "t5_bucket": "(relative_position, *, bidirectional=True, num_buckets=32, max_distance=128)",
     "t5_bias": "(table, q_len, k_len, *, bidirectional=True, max_distance=128)",
     "t5_bias_2d": "(table_h, table_w, height, width, *, bidirectional=True, max_distance=128)",
+    # Attention with any encoding inside (issue 5): the issue's arguments, then the extras.
+    "attention": "(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=None, alibi_slopes=None, "
+                 "t5_table=None, t5_num_buckets=32, t5_max_distance=128, rel_k=None, rel_v=None, max_distance=None, "
+                 "rel_2d=None, return_weights=False, t5_bidirectional=None, xl_u=None, xl_v=None, bias=None, "
+                 "path='auto')",
 }
 
 

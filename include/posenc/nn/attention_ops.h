@@ -9,7 +9,7 @@
 // Shapes: q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv) -> out (B, H, Tq, Dv)
 // [and weights (B, H, Tq, Tk)]. Query i sits at key position i + Tk - Tq.
 //   logits = scale * ((q + u) . k + (q + w) . rel_k[clip(j - i', -K, K) + K] + 2D relative)
-//            + offset_bias[h, j - i' + Tq - 1] + grid_bias + bias,  masks -> -inf
+//            + offset_bias[h, j - i' + Tk - 1] + grid_bias + bias,  masks -> -inf
 //   out    = softmax(logits) @ v + sum_j p_ij rel_v[clip(j - i', -K, K) + K]
 // A row whose keys are all masked gives zeros (not NaN), on both paths.
 // Inputs float32 / float64 / bfloat16 / float16 (all the same dtype); the math

@@ -230,4 +230,29 @@ TORCH_LIBRARY(posenc, m) {
         "int max_distance=128) -> Tensor");
   m.def("t5_bias_2d_backward(Tensor grad, int num_buckets, int height, int width, bool bidirectional, "
         "int max_distance) -> (Tensor, Tensor)");
+
+  // ---- Attention (kernels/attention.h, posenc/nn/attention_ops.h; docs/attention.md) -------------
+  // q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv) -> (out (B, H, Tq, Dv), weights (B, H, Tq, Tk),
+  // or an empty tensor unless return_weights). Query i sits at key position i + Tk - Tq; scale None is
+  // 1/sqrt(Dh) and multiplies q.k and the relative terms, not the biases; key_padding_mask (B, Tk) bool,
+  // true = padding; a row with every key masked gives 0.
+  // The public op (CompositeImplicitAutograd): ALiBi slopes [H], a T5 table [num_buckets, H]
+  // (t5_bidirectional None: not causal), Shaw tables rel_k/rel_v [2K+1, D] | [H, 2K+1, D] (max_distance
+  // None: read from rel_k), 2D relative tables over a rel_2d_height x rel_2d_width grid, Transformer-XL's
+  // u/v [H, Dh], a dense bias broadcastable to (B, H, Tq, Tk). path "auto" (fused unless a gradient is
+  // needed) | "composed" (differentiable) | "fused".
+  m.def("attention(Tensor q, Tensor k, Tensor v, bool causal=False, Tensor? key_padding_mask=None, "
+        "float? scale=None, Tensor? alibi_slopes=None, Tensor? t5_table=None, int t5_num_buckets=32, "
+        "int t5_max_distance=128, bool? t5_bidirectional=None, Tensor? rel_k=None, Tensor? rel_v=None, "
+        "int? max_distance=None, Tensor? rel_2d_h=None, Tensor? rel_2d_w=None, int rel_2d_height=0, "
+        "int rel_2d_width=0, Tensor? xl_u=None, Tensor? xl_v=None, Tensor? bias=None, bool return_weights=False, "
+        "str path=\"auto\") -> (Tensor, Tensor)");
+  // The fused forward (CPU, no gradient) on the terms of posenc::nn::AttentionTerms: offset_bias
+  // [H, Tq + Tk - 1] (element j - i' + Tk - 1), grid_bias [H, 2*grid_height-1, 2*grid_width-1],
+  // content_shift / relative_shift [H, Dh] (Transformer-XL's u / v), grid_h / grid_w the 2D tables.
+  m.def("attention_fused(Tensor q, Tensor k, Tensor v, Tensor? offset_bias=None, Tensor? grid_bias=None, "
+        "Tensor? bias=None, Tensor? rel_k=None, Tensor? rel_v=None, int max_distance=0, "
+        "Tensor? content_shift=None, Tensor? relative_shift=None, Tensor? grid_h=None, Tensor? grid_w=None, "
+        "int grid_height=0, int grid_width=0, bool causal=False, Tensor? key_padding_mask=None, "
+        "float? scale=None, bool return_weights=False) -> (Tensor, Tensor)");
 }

@@ -1,0 +1,110 @@
+"""Scaled dot-product attention with any positional encoding applied inside.
+
+Conventions:
+
+* q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv), all of one dtype
+  (float32, float64, bfloat16, float16); the result is (B, H, Tq, Dv) in that
+  dtype, computed in float32 (float64 for float64) and rounded once;
+* the queries are the last Tq of the Tk keys: query i sits at key position
+  i' = i + Tk - Tq (as when decoding with a cache), and the offset of key j
+  is d = j - i';
+* a bad argument raises ValueError (a tensor of the wrong dtype TypeError)
+  with the library's message, e.g.
+  "[attention] key_padding_mask must be (B, Tk) = (2, 16), got (2, 15)".
+
+Formulas and sources: docs/attention.md.
+"""
+
+import operator
+
+import torch
+
+from ._library import load as _load
+from .rope import apply_rope
+
+_ops = _load()
+
+__all__ = ["attention"]
+
+_ROPE_POSITION_KEYS = ("positions", "q_positions", "k_positions")
+
+
+def _rotate(q, k, rope):
+    """q and k rotated by apply_rope with the options in the dict rope."""
+    if not isinstance(rope, dict):
+        raise TypeError(f"[attention] rope must be a dict of apply_rope options, got {type(rope).__name__}")
+    if q.dim() != 4 or k.dim() != 4:
+        return q, k  # the op reports the shapes
+    q_len, k_len = q.shape[2], k.shape[2]
+    options = {key: value for key, value in rope.items() if key not in _ROPE_POSITION_KEYS}
+    if "positions" in rope:
+        if "q_positions" in rope or "k_positions" in rope:
+            raise ValueError("[attention] rope takes positions or q_positions/k_positions, got both")
+        if q_len != k_len:
+            raise ValueError("[attention] rope positions are shared by q and k only when q_len = k_len; "
+                             f"give q_positions and k_positions, got q_len {q_len} and k_len {k_len}")
+        q_positions = k_positions = rope["positions"]
+    else:
+        q_positions = rope.get("q_positions", torch.arange(k_len - q_len, k_len))
+        k_positions = rope.get("k_positions", torch.arange(k_len))
+    return apply_rope(q, q_positions, **options), apply_rope(k, k_positions, **options)
+
+
+def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=None, alibi_slopes=None,
+              t5_table=None, t5_num_buckets=32, t5_max_distance=128, rel_k=None, rel_v=None, max_distance=None,
+              rel_2d=None, return_weights=False, t5_bidirectional=None, xl_u=None, xl_v=None, bias=None,
+              path="auto"):
+    """Attention with positional terms: returns out (B, H, Tq, Dv), or (out, weights) with return_weights.
+
+    With i' = i + Tk - Tq and r(d) = clip(d, -K, K) + K for d = j - i':
+
+        s[i, j] = scale * ( (q_i + xl_u) . k_j
+                          + (q_i + xl_v) . rel_k[r(d)]
+                          + q_i . (table_h[y_j - y_i + height - 1] + table_w[x_j - x_i + width - 1]) )
+                  - m_h |d|                          (ALiBi, alibi_slopes [H])
+                  + t5_table[bucket(d), h]           (T5, t5_table [t5_num_buckets, H])
+                  + bias[b, h, i, j]
+        s[i, j] = -inf where j > i' (causal) or key_padding_mask[b, j] (True = padding)
+        p = softmax(s) over j;  a row whose keys are all masked gives p = 0 (output 0, no NaN)
+        out[i] = sum_j p[i, j] (v_j + rel_v[r(d)])
+
+    Every term is optional and they combine freely.
+
+    * scale: default 1/sqrt(Dh); it multiplies q.k and the relative terms,
+      not the biases. T5 is unscaled in the original (its attention has no
+      1/sqrt(Dh)): pass scale=1.0 to match it.
+    * rope: a dict of posenc.apply_rope options (base, layout, rotary_dim,
+      scaling, ...); q is rotated at positions Tk-Tq .. Tk-1 and k at
+      0 .. Tk-1, unless the dict holds "positions" (used for both, when
+      Tq = Tk) or "q_positions" / "k_positions".
+    * T5: buckets of d = key - query as in Hugging Face's T5;
+      t5_bidirectional None means not causal (the encoder's buckets unless
+      causal). rel_k / rel_v: Shaw et al. tables [2K+1, D] shared by the
+      heads or [H, 2K+1, D], row r holding offset r - K; max_distance K None
+      is read from rel_k's rows (rel_v alone needs it). xl_u, xl_v [H, Dh]:
+      Transformer-XL's content and position biases (xl_v needs rel_k, the
+      position vectors, e.g. a sinusoidal_relative_table with K = Tk - 1).
+    * rel_2d: (table_h, table_w, height, width), tables [2*height-1, Dh] and
+      [2*width-1, Dh] (or per head) on a height x width grid flattened as
+      y*width + x; needs Tq = Tk = height*width (BoTNet).
+    * bias: any dense bias broadcastable to (B, H, Tq, Tk).
+    * path: "auto" takes the fused streaming kernel when no gradient is
+      needed and the composed differentiable ops otherwise; "composed" and
+      "fused" force one (fused refuses inputs that require grad).
+      Differentiable with respect to q, k, v and every table.
+    * weights: the probabilities p (B, H, Tq, Tk).
+    """
+    if rope is not None:
+        q, k = _rotate(q, k, rope)
+    rel_2d_h = rel_2d_w = None
+    height = width = 0
+    if rel_2d is not None:
+        if not isinstance(rel_2d, (tuple, list)) or len(rel_2d) != 4:
+            got = f"{len(rel_2d)} items" if isinstance(rel_2d, (tuple, list)) else type(rel_2d).__name__
+            raise ValueError(f"[attention] rel_2d must be a tuple (table_h, table_w, height, width), got {got}")
+        rel_2d_h, rel_2d_w, height, width = rel_2d
+        height, width = operator.index(height), operator.index(width)
+    out, weights = _ops.attention(q, k, v, causal, key_padding_mask, scale, alibi_slopes, t5_table, t5_num_buckets,
+                                  t5_max_distance, t5_bidirectional, rel_k, rel_v, max_distance, rel_2d_h, rel_2d_w,
+                                  height, width, xl_u, xl_v, bias, return_weights, path)
+    return (out, weights) if return_weights else out

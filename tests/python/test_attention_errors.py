@@ -1,0 +1,198 @@
+"""Every bad argument of posenc.attention (and torch.ops.posenc.attention_fused)
+raises ValueError (a wrong dtype: TypeError) with exactly the library's
+message: no C++ backtrace, no torch decoration. Both paths give the same
+message (the checks are shared)."""
+
+import re
+
+import pytest
+import torch
+
+import posenc
+
+ops = torch.ops.posenc
+z = torch.zeros
+
+Q = z(2, 8, 16, 64)          # (B, H, Tq, Dh)
+K = z(2, 8, 16, 64)
+V = z(2, 8, 16, 32)          # Dv = 32
+TABLE = z(9, 64)             # K = 4
+Q2D, K2D, V2D = z(1, 8, 2048, 64), z(1, 8, 2048, 64), z(1, 8, 2048, 64)
+
+
+def attend(**kwargs):
+    return lambda: posenc.attention(Q, K, V, **kwargs)
+
+
+# (id, call, exception type, message)
+CASES = [
+    # q, k, v
+    ("q 3-D", lambda: posenc.attention(z(8, 16, 64), K, V), ValueError,
+     "[attention] q must be 4-D (B, H, Tq, Dh), got 3-D"),
+    ("k 5-D", lambda: posenc.attention(Q, z(1, 2, 8, 16, 64), V), ValueError,
+     "[attention] k must be 4-D (B, H, Tk, Dh), got 5-D"),
+    ("v 2-D", lambda: posenc.attention(Q, K, z(16, 32)), ValueError,
+     "[attention] v must be 4-D (B, H, Tk, Dv), got 2-D"),
+    ("q integer", lambda: posenc.attention(Q.long(), K, V), TypeError,
+     "[attention] q must be float32, float64, bfloat16 or float16, got Long"),
+    ("k dtype", lambda: posenc.attention(Q, K.double(), V), TypeError,
+     "[attention] k must have q's dtype (float32), got float64"),
+    ("v dtype", lambda: posenc.attention(Q.half(), K.half(), V.bfloat16()), TypeError,
+     "[attention] v must have q's dtype (float16), got bfloat16"),
+    ("k head dim", lambda: posenc.attention(Q, z(2, 8, 16, 32), V), ValueError,
+     "[attention] k must be (B, H, Tk, Dh) = (2, 8, *, 64) like q, got (2, 8, 16, 32)"),
+    ("k heads", lambda: posenc.attention(Q, z(2, 4, 16, 64), V), ValueError,
+     "[attention] k must be (B, H, Tk, Dh) = (2, 8, *, 64) like q, got (2, 4, 16, 64)"),
+    ("k batch", lambda: posenc.attention(Q, z(1, 8, 16, 64), V), ValueError,
+     "[attention] k must be (B, H, Tk, Dh) = (2, 8, *, 64) like q, got (1, 8, 16, 64)"),
+    ("v keys", lambda: posenc.attention(Q, K, z(2, 8, 15, 32)), ValueError,
+     "[attention] v must have the keys' (B, H, Tk) = (2, 8, 16), got (2, 8, 15)"),
+    # call
+    ("scale negative", attend(scale=-1.0), ValueError, "[attention] scale must be finite and > 0, got -1"),
+    ("scale zero", attend(scale=0.0), ValueError, "[attention] scale must be finite and > 0, got 0"),
+    ("scale nan", attend(scale=float("nan")), ValueError, "[attention] scale must be finite and > 0, got nan"),
+    ("causal Tq > Tk", lambda: posenc.attention(z(1, 2, 9, 4), z(1, 2, 8, 4), z(1, 2, 8, 4), causal=True),
+     ValueError, "[attention] causal needs q_len <= k_len, got q_len 9 and k_len 8"),
+    ("padding shape", attend(key_padding_mask=z(2, 15, dtype=torch.bool)), ValueError,
+     "[attention] key_padding_mask must be (B, Tk) = (2, 16), got (2, 15)"),
+    ("padding 3-D", attend(key_padding_mask=z(2, 1, 16, dtype=torch.bool)), ValueError,
+     "[attention] key_padding_mask must be (B, Tk) = (2, 16), got (2, 1, 16)"),
+    ("padding dtype", attend(key_padding_mask=z(2, 16)), TypeError,
+     "[attention] key_padding_mask must be a bool tensor (true = padding), got float32"),
+    ("path", attend(path="fast"), ValueError, "[attention] path must be 'auto', 'composed' or 'fused', got 'fast'"),
+    # ALiBi, T5
+    ("alibi heads", attend(alibi_slopes=z(4)), ValueError, "[attention] alibi_slopes must be [H] = [8], got [4]"),
+    ("alibi 2-D", attend(alibi_slopes=z(8, 1)), ValueError, "[attention] alibi_slopes must be [H] = [8], got [8, 1]"),
+    ("alibi dtype", attend(alibi_slopes=z(8, dtype=torch.float64)), TypeError,
+     "[attention] alibi_slopes must have q's dtype (float32), got float64"),
+    ("t5 buckets", attend(t5_table=z(16, 8)), ValueError,
+     "[attention] t5_table must be [num_buckets, H] = [32, 8], got [16, 8]"),
+    ("t5 heads", attend(t5_table=z(16, 4), t5_num_buckets=16), ValueError,
+     "[attention] t5_table must be [num_buckets, H] = [16, 8], got [16, 4]"),
+    ("t5 1-D", attend(t5_table=z(32)), ValueError,
+     "[attention] t5_table must be [num_buckets, H] = [32, 8], got [32]"),
+    ("t5 max_distance", attend(t5_table=z(32, 8), t5_max_distance=16), ValueError,
+     "[t5_bucket] max_distance must be > num_buckets/2 = 16, got 16"),
+    ("t5 odd buckets", attend(t5_table=z(31, 8), t5_num_buckets=31), ValueError,
+     "[t5_bucket] num_buckets must be even when bidirectional (half per direction), got 31"),
+    # Shaw / relative
+    ("rel_k rows", attend(rel_k=z(8, 64), max_distance=4), ValueError,
+     "[attention] rel_k must have 2*max_distance+1 = 9 rows, got 8"),
+    ("rel_k even rows without max_distance", attend(rel_k=z(8, 64)), ValueError,
+     "[attention] rel_k must have 2*max_distance+1 rows (an odd count) when max_distance is None, got 8"),
+    ("rel_k columns", attend(rel_k=z(9, 32)), ValueError, "[attention] rel_k must have Dh = 64 columns, got 32"),
+    ("rel_k 4-D", attend(rel_k=z(1, 8, 9, 64), max_distance=4), ValueError,
+     "[attention] rel_k must be 2-D [2*max_distance+1, Dh] or 3-D [H, 2*max_distance+1, Dh], got 4-D"),
+    ("rel_k tables", attend(rel_k=z(3, 9, 64)), ValueError,
+     "[attention] relative tables must be shared (1) or one per head (8), got 3"),
+    ("rel_k dtype", attend(rel_k=TABLE.double()), TypeError,
+     "[attention] rel_k must have q's dtype (float32), got float64"),
+    ("rel_k dtype 16-bit", lambda: posenc.attention(Q.bfloat16(), K.bfloat16(), V.bfloat16(), rel_k=TABLE.half()),
+     TypeError, "[attention] rel_k must have q's dtype (bfloat16) or float32, got float16"),
+    ("rel_v columns", attend(rel_v=z(9, 64), max_distance=4), ValueError,
+     "[attention] rel_v must have Dv = 32 columns, got 64"),
+    ("rel_v rows", attend(rel_k=TABLE, rel_v=z(7, 32)), ValueError,
+     "[attention] rel_v must have 2*max_distance+1 = 9 rows, got 7"),
+    ("rel_v needs max_distance", attend(rel_v=z(9, 32)), ValueError,
+     "[attention] rel_v needs max_distance (or rel_k to read it from), got None"),
+    ("max_distance negative", attend(rel_k=TABLE, max_distance=-1), ValueError,
+     "[attention] max_distance must be >= 0, got -1"),
+    # Transformer-XL
+    ("xl_u shape", attend(xl_u=z(8, 32)), ValueError,
+     "[attention] content_shift (xl_u) must be [H, Dh] = [8, 64], got [8, 32]"),
+    ("xl_v shape", attend(rel_k=TABLE, xl_v=z(64)), ValueError,
+     "[attention] relative_shift (xl_v) must be [H, Dh] = [8, 64], got [64]"),
+    ("xl_v without rel_k", attend(xl_v=z(8, 64)), ValueError,
+     "[attention] relative_shift (xl_v) shifts the queries of the rel_k term and needs rel_k, got None"),
+    # 2D relative
+    ("rel_2d size", lambda: posenc.attention(Q2D, K2D, V2D, rel_2d=(z(89, 64), z(89, 64), 45, 45)), ValueError,
+     "[attention] rel_2d needs q_len = k_len = height*width = 2025, got q_len 2048 and k_len 2048"),
+    ("rel_2d zero height", attend(rel_2d=(z(1, 64), z(7, 64), 0, 4)), ValueError,
+     "[attention] rel_2d needs height >= 1 and width >= 1, got height 0 and width 4"),
+    ("rel_2d table_h rows", attend(rel_2d=(z(5, 64), z(7, 64), 4, 4)), ValueError,
+     "[attention] grid_h (rel_2d table_h) must have 2*height-1 = 7 rows, got 5"),
+    ("rel_2d table_w columns", attend(rel_2d=(z(7, 64), z(7, 16), 4, 4)), ValueError,
+     "[attention] grid_w (rel_2d table_w) must have Dh = 64 columns, got 16"),
+    ("rel_2d tables", attend(rel_2d=(z(7, 64), z(2, 7, 64), 4, 4)), ValueError,
+     "[attention] 2D tables must be shared (1) or one per head (8), got 2"),
+    ("rel_2d one table", attend(rel_2d=(z(7, 64), None, 4, 4)), ValueError,
+     "[attention] rel_2d needs both tables (table_h, table_w), got only table_h"),
+    ("rel_2d not a tuple", attend(rel_2d=(z(7, 64), z(7, 64), 4)), ValueError,
+     "[attention] rel_2d must be a tuple (table_h, table_w, height, width), got 3 items"),
+    # dense bias
+    ("bias shape", attend(bias=z(3, 16)), ValueError,
+     "[attention] bias must be broadcastable to (B, H, Tq, Tk) = (2, 8, 16, 16), got (3, 16)"),
+    ("bias 5-D", attend(bias=z(1, 2, 8, 16, 16)), ValueError,
+     "[attention] bias must be broadcastable to (B, H, Tq, Tk) = (2, 8, 16, 16), got (1, 2, 8, 16, 16)"),
+    ("bias dtype", attend(bias=z(8, 16, 16, dtype=torch.float16)), TypeError,
+     "[attention] bias must have q's dtype (float32), got float16"),
+    # rope
+    ("rope odd head dim", lambda: posenc.attention(z(1, 2, 4, 5), z(1, 2, 4, 5), z(1, 2, 4, 5), rope={}), ValueError,
+     "[rope] rotary_dim must be even, got 5"),
+    ("rope positions with Tq != Tk",
+     lambda: posenc.attention(z(1, 2, 3, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), rope={"positions": torch.arange(3)}),
+     ValueError, "[attention] rope positions are shared by q and k only when q_len = k_len; give q_positions and "
+                 "k_positions, got q_len 3 and k_len 5"),
+    ("rope positions twice", attend(rope={"positions": torch.arange(16), "q_positions": torch.arange(16)}),
+     ValueError, "[attention] rope takes positions or q_positions/k_positions, got both"),
+    ("rope not a dict", attend(rope=True), TypeError,
+     "[attention] rope must be a dict of apply_rope options, got bool"),
+]
+
+
+@pytest.mark.parametrize("path", ["composed", "fused"])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_error_message(case, path, monkeypatch):
+    _, call, kind, message = case
+    # Every call on each path (the path keyword put in): both paths share the checks.
+    original = posenc.attention
+
+    def with_path(*args, **kwargs):
+        kwargs.setdefault("path", path)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(posenc, "attention", with_path)
+    with pytest.raises(kind, match=f"^{re.escape(message)}$"):
+        call()
+
+
+# ---- the fused path has no gradient -------------------------------------------------------------
+
+def small():
+    return z(1, 2, 3, 4), z(1, 2, 3, 4), z(1, 2, 3, 4)
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v", "alibi_slopes", "t5_table", "rel_k", "bias"])
+def test_fused_path_refuses_inputs_that_require_grad(name):
+    q, k, v = small()
+    tensors = {"q": q, "k": k, "v": v}
+    kwargs = {"alibi_slopes": z(2), "t5_table": z(32, 2), "rel_k": z(3, 4), "bias": z(2, 3, 3)}
+    if name in tensors:
+        tensors[name] = tensors[name].requires_grad_()
+    else:
+        kwargs[name] = kwargs[name].requires_grad_()
+    message = (f"[attention] the fused path has no gradient; {name} requires grad "
+               "(use attention or attention_composed)")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        posenc.attention(tensors["q"], tensors["k"], tensors["v"], path="fused", **kwargs)
+    with torch.no_grad():  # without grad mode the fused path is fine
+        posenc.attention(tensors["q"], tensors["k"], tensors["v"], path="fused", **kwargs)
+
+
+def test_attention_fused_op_refuses_and_checks_with_the_same_words():
+    q, k, v = small()
+    with pytest.raises(ValueError, match=re.escape("[attention] the fused path has no gradient; content_shift (xl_u) "
+                                                   "requires grad (use attention or attention_composed)")):
+        ops.attention_fused(q, k, v, content_shift=z(2, 4).requires_grad_())
+    with pytest.raises(ValueError, match=re.escape("[attention] offset_bias must be [H, Tq + Tk - 1] = [2, 5], "
+                                                   "got [2, 6]")):
+        ops.attention_fused(q, k, v, offset_bias=z(2, 6))
+    with pytest.raises(ValueError, match=re.escape("[attention] grid_bias must be [H, 2*height-1, 2*width-1] = "
+                                                   "[2, 1, 5], got [2, 3, 5]")):
+        ops.attention_fused(q, k, v, grid_bias=z(2, 3, 5), grid_height=1, grid_width=3)
+    with pytest.raises(ValueError, match=re.escape("[attention] 2D terms need q_len = k_len = height*width = 4, "
+                                                   "got q_len 3 and k_len 3")):
+        ops.attention_fused(q, k, v, grid_bias=z(2, 3, 3), grid_height=2, grid_width=2)
+    with pytest.raises(ValueError, match=re.escape("[attention] grid_h and grid_w (rel_2d table_h and table_w) come "
+                                                   "together, got only grid_w")):
+        ops.attention_fused(q, k, v, grid_w=z(5, 4), grid_height=1, grid_width=3)
