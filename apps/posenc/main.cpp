@@ -1,6 +1,8 @@
 // posenc command line: parses arguments, calls the library, prints, and turns
 // exceptions into one line on stderr and an exit code:
 //   0 success (and --help), 2 bad arguments, 1 runtime failure.
+// train, eval and encodings exist when posenc is built with the torch layer
+// (POSENC_BUILD_NN, which defines POSENC_WITH_NN here).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <new>
@@ -9,6 +11,13 @@
 
 #include "demo_command.h"
 #include "table_command.h"
+#ifdef POSENC_WITH_NN
+#include <c10/util/Exception.h>
+
+#include "encodings_command.h"
+#include "eval_command.h"
+#include "train_command.h"
+#endif
 
 namespace {
 
@@ -29,10 +38,20 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const posenc::cli::TableCommand table(app);
   const posenc::cli::DemoCommand demo(app);
+#ifdef POSENC_WITH_NN
+  const posenc::cli::TrainCommand train(app);
+  const posenc::cli::EvalCommand evaluate(app);
+  const posenc::cli::EncodingsCommand encodings(app);
+#endif
   try {
     app.parse(argc, argv);
     if (table.selected()) table.run();
     if (demo.selected()) demo.run();
+#ifdef POSENC_WITH_NN
+    if (train.selected()) return train.run();
+    if (evaluate.selected()) return evaluate.run();
+    if (encodings.selected()) encodings.run();
+#endif
     return 0;
   } catch (const CLI::Success& e) {  // --help
     return app.exit(e);
@@ -40,6 +59,12 @@ int main(int argc, char** argv) {
     return report(e.what(), 2);
   } catch (const std::invalid_argument& e) {
     return report(e.what(), 2);
+#ifdef POSENC_WITH_NN
+  } catch (const c10::ValueError& e) {  // torch-layer argument errors; what() would add a backtrace
+    return report(e.what_without_backtrace(), 2);
+  } catch (const c10::Error& e) {
+    return report(e.what_without_backtrace(), 1);
+#endif
   } catch (const std::bad_alloc&) {
     return report("out of memory (try a smaller table)", 1);
   } catch (const std::exception& e) {

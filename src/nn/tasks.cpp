@@ -1,1 +1,200 @@
-// placeholder: being written (issue 5)
+#include "posenc/nn/tasks.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "posenc/error.h"
+
+namespace posenc::nn {
+namespace {
+
+constexpr const char* kOp = "task";
+
+// splitmix64 (Steele, Lea, Flood 2014): a bijective 64-bit mixer; chained over
+// (seed, stream, index, row) it gives each row an independent generator.
+uint64_t mix64(uint64_t x) noexcept {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+class RowRandom {
+ public:
+  RowRandom(uint64_t seed, DataStream stream, int64_t index, int64_t row) noexcept
+      : state_(mix64(mix64(mix64(mix64(seed) ^ static_cast<uint64_t>(stream)) + static_cast<uint64_t>(index)) +
+                     static_cast<uint64_t>(row))) {}
+
+  uint64_t next() noexcept {
+    state_ += 0x9E3779B97F4A7C15ull;  // the splitmix64 sequence from the row's state
+    return mix64(state_);
+  }
+  // Uniform in [0, n), n >= 1: Lemire's multiply-shift (bias below 2^-50 here, irrelevant for data).
+  int64_t below(int64_t n) noexcept {
+    return static_cast<int64_t>((static_cast<unsigned __int128>(next()) * static_cast<uint64_t>(n)) >> 64);
+  }
+  int64_t between(int64_t lo, int64_t hi) noexcept { return lo + below(hi - lo + 1); }  // inclusive
+
+ private:
+  uint64_t state_;
+};
+
+at::Tensor to_tensor(const std::vector<int64_t>& values, at::IntArrayRef shape) {
+  return at::tensor(values, at::kLong).reshape(shape);
+}
+
+at::Tensor to_mask(const std::vector<uint8_t>& values, at::IntArrayRef shape) {
+  return at::tensor(values, at::kByte).to(at::kBool).reshape(shape);
+}
+
+void check_logits(const at::Tensor& logits, const char* name, std::vector<int64_t> shape) {
+  require(logits.defined(), kOp, name, " must be a tensor, got None");
+  require(logits.sizes().vec() == shape, kOp, name, " must have shape ", at::IntArrayRef(shape), ", got ",
+          logits.sizes());
+}
+
+}  // namespace
+
+Task::Task(TaskKind kind, TaskOptions options) : kind_(kind), options_(options) {
+  const int64_t min_vocab = model() == ModelKind::kEncoder ? kFirstFiller + 2 : 2;
+  require(options_.vocab_size >= min_vocab, kOp, "vocab_size must be >= ", min_vocab, " for '", name(), "', got ",
+          options_.vocab_size);
+  require(options_.lookback >= 1, kOp, "lookback must be >= 1, got ", options_.lookback);
+  require(options_.max_span >= 1, kOp, "max_span must be >= 1, got ", options_.max_span);
+}
+
+const std::vector<std::string>& Task::names() {
+  static const std::vector<std::string> kNames = {"order", "span", "lookback", "copy"};
+  return kNames;
+}
+
+Task Task::parse(std::string_view name, TaskOptions options) {
+  const auto& known = names();
+  for (size_t i = 0; i < known.size(); ++i) {
+    if (name == known[i]) return Task(static_cast<TaskKind>(i), options);
+  }
+  fail_argument(kOp, "unknown task '", name, "'; known: order, span, lookback, copy");
+}
+
+std::string_view Task::name() const noexcept { return names()[static_cast<size_t>(kind_)]; }
+
+ModelKind Task::model() const noexcept {
+  return kind_ == TaskKind::kOrder || kind_ == TaskKind::kSpan ? ModelKind::kEncoder : ModelKind::kDecoder;
+}
+
+std::string_view Task::metric() const noexcept {
+  switch (kind_) {
+    case TaskKind::kOrder: return "classification accuracy (A before B)";
+    case TaskKind::kSpan: return "exact match (start and end both right)";
+    case TaskKind::kLookback: return "next-token accuracy at target positions >= k";
+    case TaskKind::kCopy: return "next-token accuracy on the second half";
+  }
+  return "";
+}
+
+int64_t Task::min_seq_len() const noexcept {
+  switch (kind_) {
+    case TaskKind::kOrder: return 3;  // [CLS], A, B
+    case TaskKind::kSpan: return options_.max_span + 3;  // [CLS], query, answer, terminator
+    case TaskKind::kLookback: return options_.lookback + 1;  // at least one scored target
+    case TaskKind::kCopy: return 2;
+  }
+  return 0;
+}
+
+Batch Task::batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const {
+  require(batch_size >= 1, kOp, "batch_size must be >= 1, got ", batch_size);
+  require(seq_len >= min_seq_len(), kOp, "seq_len must be >= ", min_seq_len(), " for '", name(), "', got ", seq_len);
+  const int64_t B = batch_size, T = seq_len, V = options_.vocab_size;
+  const size_t cells = static_cast<size_t>(B * T);
+  Batch out;
+  if (model() == ModelKind::kEncoder) {
+    std::vector<int64_t> tokens(cells, kPadToken);
+    std::vector<uint8_t> padding(cells, 1);
+    std::vector<int64_t> labels;
+    const int64_t shortest = std::max((T + 1) / 2, min_seq_len());
+    for (int64_t r = 0; r < B; ++r) {
+      RowRandom rng(seed, stream, index, r);
+      int64_t* row = tokens.data() + r * T;
+      const int64_t n = rng.between(shortest, T);
+      std::fill(padding.begin() + r * T, padding.begin() + r * T + n, 0);
+      row[0] = kClsToken;
+      for (int64_t t = 1; t < n; ++t) row[t] = kFirstFiller + rng.below(V - kFirstFiller);
+      if (kind_ == TaskKind::kOrder) {
+        const int64_t a = 1 + rng.below(n - 1);
+        int64_t b = 1 + rng.below(n - 2);  // distinct from a: skip over it
+        if (b >= a) ++b;
+        row[a] = kMarkerA;
+        row[b] = kMarkerB;
+        labels.push_back(a < b ? 1 : 0);
+      } else {
+        const int64_t length = 1 + rng.below(options_.max_span);
+        const int64_t q = 1 + rng.below(n - length - 2);  // q + length + 1 <= n - 1
+        row[q] = kQueryToken;
+        row[q + length + 1] = kTerminatorToken;
+        labels.push_back(q + 1);
+        labels.push_back(q + length);
+      }
+    }
+    out.tokens = to_tensor(tokens, {B, T});
+    out.key_padding_mask = to_mask(padding, {B, T});
+    out.labels = kind_ == TaskKind::kOrder ? to_tensor(labels, {B}) : to_tensor(labels, {B, 2});
+    return out;
+  }
+  // Decoder: T + 1 symbols per row, inputs x[0..T), targets x[1..T].
+  const int64_t period = kind_ == TaskKind::kLookback ? options_.lookback : (T + 1) / 2;
+  std::vector<int64_t> tokens(cells), labels(cells);
+  std::vector<uint8_t> scored(cells);
+  std::vector<int64_t> x(static_cast<size_t>(T + 1));
+  for (int64_t r = 0; r < B; ++r) {
+    RowRandom rng(seed, stream, index, r);
+    for (int64_t i = 0; i <= T; ++i) x[i] = i < period ? rng.below(V) : x[i - period];
+    for (int64_t t = 0; t < T; ++t) {
+      tokens[r * T + t] = x[t];
+      labels[r * T + t] = x[t + 1];
+      scored[r * T + t] = t + 1 >= period ? 1 : 0;
+    }
+  }
+  out.tokens = to_tensor(tokens, {B, T});
+  out.labels = to_tensor(labels, {B, T});
+  out.loss_mask = to_mask(scored, {B, T});
+  return out;
+}
+
+TaskScore Task::score_classification(const at::Tensor& logits, const Batch& batch) const {
+  const int64_t B = batch.tokens.size(0);
+  check_logits(logits, "logits", {B, 2});
+  TaskScore s;
+  s.loss = at::cross_entropy_loss(logits, batch.labels);
+  s.correct = logits.argmax(1).eq(batch.labels).sum().item<int64_t>();
+  s.count = B;
+  return s;
+}
+
+TaskScore Task::score_span(const at::Tensor& start_logits, const at::Tensor& end_logits, const Batch& batch) const {
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+  check_logits(start_logits, "start_logits", {B, T});
+  check_logits(end_logits, "end_logits", {B, T});
+  const at::Tensor start = batch.labels.select(1, 0), end = batch.labels.select(1, 1);
+  TaskScore s;
+  s.loss = (at::cross_entropy_loss(start_logits, start) + at::cross_entropy_loss(end_logits, end)) * 0.5;
+  s.correct = start_logits.argmax(1).eq(start).logical_and(end_logits.argmax(1).eq(end)).sum().item<int64_t>();
+  s.count = B;
+  return s;
+}
+
+TaskScore Task::score_language_model(const at::Tensor& logits, const Batch& batch) const {
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+  check_logits(logits, "logits", {B, T, options_.vocab_size});
+  const at::Tensor rows = batch.loss_mask.reshape({-1}).nonzero().reshape({-1});
+  const at::Tensor picked = logits.reshape({B * T, -1}).index_select(0, rows);
+  const at::Tensor targets = batch.labels.reshape({-1}).index_select(0, rows);
+  TaskScore s;
+  s.loss = at::cross_entropy_loss(picked, targets);
+  s.correct = picked.argmax(1).eq(targets).sum().item<int64_t>();
+  s.count = rows.size(0);
+  return s;
+}
+
+}  // namespace posenc::nn

@@ -1,1 +1,657 @@
-// placeholder: being written (issue 5)
+#include "posenc/nn/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+#include <fcntl.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <torch/utils.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+#include "posenc/error.h"
+#include "posenc/nn/checkpoint.h"
+
+#ifndef POSENC_VERSION
+#define POSENC_VERSION "unknown"
+#endif
+
+namespace posenc::nn {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr const char* kOp = "train";
+
+// ------------------------------------------------------------ config as JSON
+
+// The fields that fix a run's trajectory, in the order a mismatch is reported.
+// steps and threads are left out: changing them on resume is allowed (warned).
+ordered_json trajectory_fields(const TrainConfig& c) {
+  const EncodingConfig& e = c.encoding_config;
+  return ordered_json{{"task", c.task},
+                      {"encoding", c.encoding},
+                      {"vocab_size", c.task_options.vocab_size},
+                      {"lookback", c.task_options.lookback},
+                      {"max_span", c.task_options.max_span},
+                      {"layers", c.layers},
+                      {"dim", c.dim},
+                      {"heads", c.heads},
+                      {"seq_len", c.seq_len},
+                      {"batch", c.batch},
+                      {"max_positions", c.max_positions},
+                      {"lr", c.lr},
+                      {"warmup", c.warmup},
+                      {"weight_decay", c.weight_decay},
+                      {"clip", c.clip},
+                      {"dropout", c.dropout},
+                      {"seed", c.seed},
+                      {"base", e.base},
+                      {"xpos_scale_base", e.xpos_scale_base},
+                      {"max_distance", e.max_distance},
+                      {"t5_num_buckets", e.t5_num_buckets},
+                      {"t5_max_distance", e.t5_max_distance},
+                      {"init_std", e.init_std}};
+}
+
+// "'rope'" for strings, the JSON number otherwise.
+std::string show(const json& v) { return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump(); }
+
+// Refuses a checkpoint of another configuration; warns about steps / threads.
+void check_same_run(const json& saved, const TrainConfig& config, const fs::path& dir,
+                    std::vector<std::string>* warnings) {
+  const ordered_json now = trajectory_fields(config);
+  const json& fields = saved.at("config");
+  for (const auto& [key, value] : now.items()) {
+    const json theirs = fields.contains(key) ? fields.at(key) : json();
+    if (json(value) != theirs) {
+      fail_runtime("checkpoint", dir.string(), " was written for ", key, " ", show(theirs), ", this run uses ",
+                   show(json(value)));
+    }
+  }
+  if (warnings == nullptr) return;
+  const int64_t steps = saved.at("steps").get<int64_t>(), threads = saved.at("threads").get<int64_t>();
+  if (steps != config.steps) {
+    warnings->push_back("checkpoint " + dir.filename().string() + " was written for a run of " +
+                        std::to_string(steps) + " steps, this run has " + std::to_string(config.steps) +
+                        ": the learning-rate schedule changes");
+  }
+  if (threads != config.threads) {
+    warnings->push_back("checkpoint " + dir.filename().string() + " was written with " + std::to_string(threads) +
+                        " threads, this run uses " + std::to_string(config.threads) +
+                        ": results will not be bit-identical to an uninterrupted run");
+  }
+}
+
+template <class T>
+T field(const json& j, const char* key, const std::string& source) {
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception&) {
+    fail_runtime("checkpoint", source, ": missing or invalid field '", key, "'");
+  }
+}
+
+// ------------------------------------------------------------ files
+
+// An append-only log whose bytes can be made durable before a checkpoint records its length.
+class AppendFile {
+ public:
+  explicit AppendFile(const fs::path& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail_runtime(kOp, "cannot open ", path.string(), ": ", std::strerror(errno));
+  }
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+  ~AppendFile() { ::close(fd_); }
+
+  void append(const std::string& line) {
+    size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail_runtime(kOp, "cannot write ", path_.string(), ": ", std::strerror(errno));
+      done += static_cast<size_t>(n);
+    }
+  }
+  void sync() {
+    if (::fsync(fd_) != 0) fail_runtime(kOp, "cannot fsync ", path_.string(), ": ", std::strerror(errno));
+  }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+};
+
+std::string hex_bits(double v) {
+  std::ostringstream s;
+  s << std::hex << std::bit_cast<uint64_t>(v);
+  return s.str();
+}
+double from_hex_bits(const std::string& s) { return std::bit_cast<double>(std::stoull(s, nullptr, 16)); }
+
+// Sums since the last metrics line; saved in checkpoints so a resume inside a
+// log window reproduces the next line exactly.
+struct Window {
+  int64_t steps = 0;
+  double loss_sum = 0;
+  double grad_norm_sum = 0;
+  int64_t correct = 0;
+  int64_t count = 0;
+
+  json to_json() const {
+    return {{"steps", steps}, {"loss_sum", hex_bits(loss_sum)}, {"grad_norm_sum", hex_bits(grad_norm_sum)},
+            {"correct", correct}, {"count", count}};
+  }
+  static Window from_json(const json& j) {
+    Window w;
+    w.steps = j.at("steps").get<int64_t>();
+    w.loss_sum = from_hex_bits(j.at("loss_sum").get<std::string>());
+    w.grad_norm_sum = from_hex_bits(j.at("grad_norm_sum").get<std::string>());
+    w.correct = j.at("correct").get<int64_t>();
+    w.count = j.at("count").get<int64_t>();
+    return w;
+  }
+  double loss() const { return loss_sum / static_cast<double>(steps); }
+  double accuracy() const { return static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(count, 1)); }
+  double grad_norm() const { return grad_norm_sum / static_cast<double>(steps); }
+};
+
+template <class Fill>
+std::string archive_bytes(Fill&& fill) {
+  torch::serialize::OutputArchive archive;
+  fill(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+template <class Use>
+void from_archive(const std::string& bytes, Use&& use) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes.data(), bytes.size());
+  use(archive);
+}
+
+at::Tensor generator_state() {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_generator_state(const at::Tensor& state) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+// Keeps the lines of throughput.jsonl up to `step` (timing is not part of the
+// reproducible record, so its length is not in the checkpoint).
+void cut_throughput(const fs::path& path, int64_t step) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  std::istringstream in(read_file(path));
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > step) break;
+    kept += line + "\n";
+  }
+  write_file_atomic(path, kept);
+}
+
+// AdamW's own archive keys its state by tensor address, so two identical runs
+// would write different bytes; this layout keys it by parameter index instead.
+void save_optimizer(torch::serialize::OutputArchive& archive, torch::optim::AdamW& optimizer) {
+  const std::vector<at::Tensor>& params = optimizer.param_groups().at(0).params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto it = optimizer.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+    if (it == optimizer.state().end()) continue;  // never had a gradient (an unused head)
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    const std::string n = std::to_string(i);
+    archive.write("step_" + n, at::scalar_tensor(s.step(), at::kLong));
+    archive.write("exp_avg_" + n, s.exp_avg());
+    archive.write("exp_avg_sq_" + n, s.exp_avg_sq());
+  }
+}
+
+void load_optimizer(torch::serialize::InputArchive& archive, torch::optim::AdamW& optimizer) {
+  const std::vector<at::Tensor>& params = optimizer.param_groups().at(0).params();
+  optimizer.state().clear();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string n = std::to_string(i);
+    at::Tensor step, exp_avg, exp_avg_sq;
+    if (!archive.try_read("step_" + n, step)) continue;
+    archive.read("exp_avg_" + n, exp_avg);
+    archive.read("exp_avg_sq_" + n, exp_avg_sq);
+    auto s = std::make_unique<torch::optim::AdamWParamState>();
+    s->step(step.item<int64_t>());
+    s->exp_avg(exp_avg);
+    s->exp_avg_sq(exp_avg_sq);
+    optimizer.state()[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(s);
+  }
+}
+
+void load_training_state(const Checkpoint& c, TaskModel& model, torch::optim::AdamW& optimizer) {
+  from_archive(c.file("model.pt"), [&](torch::serialize::InputArchive& a) { model.module().load(a); });
+  from_archive(c.file("optimizer.pt"), [&](torch::serialize::InputArchive& a) { load_optimizer(a, optimizer); });
+  from_archive(c.file("rng.pt"), [&](torch::serialize::InputArchive& a) {
+    at::Tensor state;
+    a.read("cpu_generator", state);
+    set_generator_state(state);
+  });
+}
+
+json parse_state(const Checkpoint& c) {
+  try {
+    return json::parse(c.file("state.json"));
+  } catch (const json::exception&) {
+    fail_runtime("checkpoint", c.dir.string(), "/state.json is not valid JSON");
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ config
+
+TrainConfig resolve_train_config(const TrainConfig& config) {
+  TrainConfig c = config;
+  const Task task = Task::parse(c.task, c.task_options);
+  require(c.layers >= 1, kOp, "layers must be >= 1, got ", c.layers);
+  require(c.dim >= 1, kOp, "dim must be >= 1, got ", c.dim);
+  require(c.heads >= 1, kOp, "heads must be >= 1, got ", c.heads);
+  require(c.seq_len >= task.min_seq_len(), kOp, "seq_len must be >= ", task.min_seq_len(), " for task '", c.task,
+          "', got ", c.seq_len);
+  require(c.batch >= 1, kOp, "batch must be >= 1, got ", c.batch);
+  require(c.steps >= 1, kOp, "steps must be >= 1, got ", c.steps);
+  require(std::isfinite(c.lr) && c.lr > 0, kOp, "lr must be finite and > 0, got ", c.lr);
+  require(c.warmup >= 0, kOp, "warmup must be >= 0, got ", c.warmup);
+  require(std::isfinite(c.weight_decay) && c.weight_decay >= 0, kOp, "weight_decay must be finite and >= 0, got ",
+          c.weight_decay);
+  require(std::isfinite(c.clip) && c.clip >= 0, kOp, "clip must be finite and >= 0 (0: no clipping), got ", c.clip);
+  require(c.threads >= 1, kOp, "threads must be >= 1, got ", c.threads);
+  require(c.checkpoint_every >= 1, kOp, "checkpoint_every must be >= 1, got ", c.checkpoint_every);
+  require(c.keep_checkpoints >= 1, kOp, "keep_checkpoints must be >= 1, got ", c.keep_checkpoints);
+  require(c.log_every >= 1, kOp, "log_every must be >= 1, got ", c.log_every);
+  require(c.dropout >= 0 && c.dropout < 1, kOp, "dropout must be in [0, 1), got ", c.dropout);
+  if (c.max_positions == 0) c.max_positions = c.seq_len;
+  require(c.max_positions >= c.seq_len, kOp, "max_positions must be >= seq_len (", c.seq_len, "), got ",
+          c.max_positions);
+  EncodingConfig& e = c.encoding_config;
+  e.dim = c.dim;
+  e.num_heads = c.heads;
+  e.max_positions = c.max_positions;
+  e.causal = task.model() == ModelKind::kDecoder;
+  validate_encoding(parse_encoding(c.encoding), e);
+  return c;
+}
+
+double learning_rate(const TrainConfig& c, int64_t step) {
+  const double s = static_cast<double>(step);
+  if (step <= c.warmup) return c.lr * s / static_cast<double>(c.warmup);
+  if (c.steps <= c.warmup) return 0.0;  // past the end of a warmup-only schedule
+  const double progress = std::min(1.0, (s - static_cast<double>(c.warmup)) / static_cast<double>(c.steps - c.warmup));
+  return c.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+}
+
+std::string train_config_json(const TrainConfig& c) {
+  const EncodingConfig& e = c.encoding_config;
+  ordered_json j;
+  j["posenc_version"] = POSENC_VERSION;
+  j["task"] = c.task;
+  j["model"] = Task::parse(c.task, c.task_options).model() == ModelKind::kEncoder ? "encoder" : "decoder";
+  j["task_options"] = ordered_json{{"vocab_size", c.task_options.vocab_size},
+                                   {"lookback", c.task_options.lookback},
+                                   {"max_span", c.task_options.max_span}};
+  j["encoding"] = c.encoding;
+  j["encoding_parts"] = parse_encoding(c.encoding).parts;
+  j["encoding_parameters"] = ordered_json{{"base", e.base},
+                                          {"xpos_scale_base", e.xpos_scale_base},
+                                          {"max_distance", e.max_distance},
+                                          {"t5_num_buckets", e.t5_num_buckets},
+                                          {"t5_max_distance", e.t5_max_distance},
+                                          {"init_std", e.init_std}};
+  j["layers"] = c.layers;
+  j["dim"] = c.dim;
+  j["heads"] = c.heads;
+  j["seq_len"] = c.seq_len;
+  j["batch"] = c.batch;
+  j["steps"] = c.steps;
+  j["lr"] = c.lr;
+  j["warmup"] = c.warmup;
+  j["weight_decay"] = c.weight_decay;
+  j["clip"] = c.clip;
+  j["seed"] = c.seed;
+  j["threads"] = c.threads;
+  j["checkpoint_every"] = c.checkpoint_every;
+  j["keep_checkpoints"] = c.keep_checkpoints;
+  j["log_every"] = c.log_every;
+  j["dropout"] = c.dropout;
+  j["max_positions"] = c.max_positions;
+  return j.dump(2) + "\n";
+}
+
+TrainConfig train_config_from_json(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception&) {
+    fail_runtime("checkpoint", source, " is not valid JSON");
+  }
+  TrainConfig c;
+  c.task = field<std::string>(j, "task", source);
+  const json options = field<json>(j, "task_options", source);
+  c.task_options.vocab_size = field<int64_t>(options, "vocab_size", source);
+  c.task_options.lookback = field<int64_t>(options, "lookback", source);
+  c.task_options.max_span = field<int64_t>(options, "max_span", source);
+  c.encoding = field<std::string>(j, "encoding", source);
+  const json p = field<json>(j, "encoding_parameters", source);
+  c.encoding_config.base = field<double>(p, "base", source);
+  c.encoding_config.xpos_scale_base = field<double>(p, "xpos_scale_base", source);
+  c.encoding_config.max_distance = field<int64_t>(p, "max_distance", source);
+  c.encoding_config.t5_num_buckets = field<int64_t>(p, "t5_num_buckets", source);
+  c.encoding_config.t5_max_distance = field<int64_t>(p, "t5_max_distance", source);
+  c.encoding_config.init_std = field<double>(p, "init_std", source);
+  c.layers = field<int64_t>(j, "layers", source);
+  c.dim = field<int64_t>(j, "dim", source);
+  c.heads = field<int64_t>(j, "heads", source);
+  c.seq_len = field<int64_t>(j, "seq_len", source);
+  c.batch = field<int64_t>(j, "batch", source);
+  c.steps = field<int64_t>(j, "steps", source);
+  c.lr = field<double>(j, "lr", source);
+  c.warmup = field<int64_t>(j, "warmup", source);
+  c.weight_decay = field<double>(j, "weight_decay", source);
+  c.clip = field<double>(j, "clip", source);
+  c.seed = field<uint64_t>(j, "seed", source);
+  c.threads = field<int64_t>(j, "threads", source);
+  c.checkpoint_every = field<int64_t>(j, "checkpoint_every", source);
+  c.keep_checkpoints = field<int64_t>(j, "keep_checkpoints", source);
+  c.log_every = field<int64_t>(j, "log_every", source);
+  c.dropout = field<double>(j, "dropout", source);
+  c.max_positions = field<int64_t>(j, "max_positions", source);
+  return c;
+}
+
+// ------------------------------------------------------------ model
+
+TaskModel::TaskModel(const Task& task, const TrainConfig& resolved) : task_(task) {
+  TransformerOptions options(task.vocab_size(), resolved.encoding);
+  options.dim(resolved.dim)
+      .layers(resolved.layers)
+      .heads(resolved.heads)
+      .dropout(resolved.dropout)
+      .max_positions(resolved.max_positions)
+      .num_classes(2)
+      .encoding_config(resolved.encoding_config);
+  if (task.model() == ModelKind::kEncoder) {
+    encoder_ = TransformerEncoder(options);
+  } else {
+    decoder_ = TransformerDecoder(options);
+  }
+}
+
+torch::nn::Module& TaskModel::module() {
+  if (encoder_) return *encoder_;
+  return *decoder_;
+}
+
+TaskScore TaskModel::score(const Batch& batch) {
+  switch (task_.kind()) {
+    case TaskKind::kOrder:
+      return task_.score_classification(encoder_->classify(batch.tokens, batch.key_padding_mask), batch);
+    case TaskKind::kSpan: {
+      const auto [start, end] = encoder_->span(batch.tokens, batch.key_padding_mask);
+      return task_.score_span(start, end, batch);
+    }
+    case TaskKind::kLookback:
+    case TaskKind::kCopy: break;
+  }
+  return task_.score_language_model(decoder_->forward(batch.tokens), batch);
+}
+
+// ------------------------------------------------------------ training
+
+TrainResult train(const TrainConfig& requested, const fs::path& dir, const TrainRun& run,
+                  const TrainCallbacks& callbacks) {
+  using Clock = std::chrono::steady_clock;
+  const TrainConfig config = resolve_train_config(requested);
+  const Task task = Task::parse(config.task, config.task_options);
+  const fs::path checkpoints = dir / "checkpoints";
+  const fs::path metrics_path = dir / "metrics.jsonl";
+  const fs::path throughput_path = dir / "throughput.jsonl";
+  TrainResult result;
+  result.loss = result.accuracy = std::numeric_limits<double>::quiet_NaN();
+  auto warn = [&](const std::string& w) {
+    result.warnings.push_back(w);
+    if (callbacks.warning) callbacks.warning(w);
+  };
+
+  std::optional<LatestCheckpoint> latest;
+  std::error_code ec;
+  if (run.resume) {
+    latest = find_latest_checkpoint(checkpoints);
+    if (!latest) warn("no checkpoint in " + checkpoints.string() + "; starting from step 0");
+  } else if (fs::exists(metrics_path, ec) || !list_checkpoints(checkpoints).empty()) {
+    fail_argument(kOp, dir.string(),
+                  " already holds a run (metrics.jsonl or checkpoints); resume it or choose another directory");
+  }
+
+  at::set_num_threads(static_cast<int>(config.threads));
+  torch::manual_seed(config.seed);
+  TaskModel model(task, config);
+  model.module().train();
+  std::vector<at::Tensor> parameters = model.module().parameters();
+  torch::optim::AdamW optimizer(parameters,
+                                torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
+
+  Window window;
+  int64_t start = 0, cursor = 0;
+  uint64_t metrics_bytes = 0;
+  if (latest) {
+    const Checkpoint& c = latest->checkpoint;
+    const json state = parse_state(c);
+    std::vector<std::string> mismatch_warnings;
+    try {
+      check_same_run(state, config, c.dir, &mismatch_warnings);
+      start = state.at("step").get<int64_t>();
+      cursor = state.at("data_cursor").get<int64_t>();
+      metrics_bytes = state.at("metrics_bytes").get<uint64_t>();
+      window = Window::from_json(state.at("window"));
+    } catch (const json::exception&) {
+      fail_runtime("checkpoint", c.dir.string(), "/state.json is missing a field or has a wrong type");
+    }
+    load_training_state(c, model, optimizer);
+    for (const std::string& w : latest->warnings) warn(w);
+    for (const std::string& w : mismatch_warnings) warn(w);
+    const uint64_t have = fs::exists(metrics_path, ec) ? fs::file_size(metrics_path, ec) : 0;
+    if (have < metrics_bytes) {
+      fail_runtime("checkpoint", metrics_path.string(), " has ", have, " bytes, fewer than the ", metrics_bytes,
+                   " recorded in ", c.dir.filename().string());
+    }
+    result.start_step = start;
+    result.checkpoint = c.dir;
+  }
+
+  fs::create_directories(dir, ec);
+  if (ec) fail_runtime(kOp, "cannot create ", dir.string(), ": ", ec.message());
+  write_file_atomic(dir / "config.json", train_config_json(config));
+  // The record is cut back to the checkpoint, so the lines after it are written again, identically.
+  if (!fs::exists(metrics_path, ec)) write_file_atomic(metrics_path, "");
+  fs::resize_file(metrics_path, metrics_bytes, ec);
+  if (ec) fail_runtime(kOp, "cannot truncate ", metrics_path.string(), ": ", ec.message());
+  if (start == 0) {
+    write_file_atomic(throughput_path, "");
+  } else {
+    cut_throughput(throughput_path, start);
+  }
+  AppendFile metrics(metrics_path), throughput(throughput_path);
+
+  const Clock::time_point began = Clock::now();
+  Clock::time_point window_began = began;
+  const int64_t tokens_per_step = config.batch * config.seq_len;
+  const int64_t last = run.stop_after > 0 ? std::min(run.stop_after, config.steps) : config.steps;
+  const double max_norm = config.clip > 0 ? config.clip : std::numeric_limits<double>::infinity();
+  for (int64_t step = start + 1; step <= last; ++step) {
+    const double lr = learning_rate(config, step);
+    for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) {
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    }
+    const Batch batch = task.batch(config.seed, DataStream::kTrain, cursor, config.batch, config.seq_len);
+    optimizer.zero_grad();
+    const TaskScore score = model.score(batch);
+    score.loss.backward();
+    const double grad_norm = torch::nn::utils::clip_grad_norm_(parameters, max_norm);
+    optimizer.step();
+    ++cursor;
+    window.steps += 1;
+    window.loss_sum += score.loss.item<double>();
+    window.grad_norm_sum += grad_norm;
+    window.correct += score.correct;
+    window.count += score.count;
+    result.end_step = step;
+
+    if (step % config.log_every == 0 || step == config.steps) {
+      const Clock::time_point now = Clock::now();
+      const double elapsed = std::chrono::duration<double>(now - began).count();
+      const double window_seconds = std::chrono::duration<double>(now - window_began).count();
+      window_began = now;
+      ordered_json line{{"step", step},          {"lr", lr},
+                        {"loss", window.loss()}, {"accuracy", window.accuracy()},
+                        {"grad_norm", window.grad_norm()}, {"tokens", step * tokens_per_step}};
+      metrics.append(line.dump() + "\n");
+      metrics_bytes += line.dump().size() + 1;
+      const double done = static_cast<double>(step - start);
+      ordered_json timing{{"step", step},
+                          {"elapsed_s", elapsed},
+                          {"tokens_per_s", static_cast<double>(window.steps * tokens_per_step) / window_seconds}};
+      throughput.append(timing.dump() + "\n");
+      result.loss = window.loss();
+      result.accuracy = window.accuracy();
+      if (callbacks.progress) {
+        TrainProgress p;
+        p.step = step;
+        p.steps = config.steps;
+        p.loss = window.loss();
+        p.accuracy = window.accuracy();
+        p.lr = lr;
+        p.elapsed_seconds = elapsed;
+        p.tokens_per_second = done * static_cast<double>(tokens_per_step) / elapsed;
+        p.eta_seconds = elapsed / done * static_cast<double>(config.steps - step);
+        callbacks.progress(p);
+      }
+      window = Window{};
+    }
+
+    if (step % config.checkpoint_every == 0 || step == config.steps) {
+      metrics.sync();  // the checkpoint vouches for metrics_bytes bytes of it
+      throughput.sync();
+      json state{{"step", step},
+                 {"data_cursor", cursor},
+                 {"metrics_bytes", metrics_bytes},
+                 {"window", window.to_json()},
+                 {"steps", config.steps},
+                 {"threads", config.threads},
+                 {"config", trajectory_fields(config)}};
+      std::map<std::string, std::string> files;
+      files["model.pt"] = archive_bytes([&](torch::serialize::OutputArchive& a) { model.module().save(a); });
+      files["optimizer.pt"] = archive_bytes([&](torch::serialize::OutputArchive& a) { save_optimizer(a, optimizer); });
+      files["rng.pt"] =
+          archive_bytes([&](torch::serialize::OutputArchive& a) { a.write("cpu_generator", generator_state()); });
+      files["state.json"] = state.dump(2) + "\n";
+      result.checkpoint = write_checkpoint(checkpoints, step, files);
+      prune_checkpoints(checkpoints, step, config.keep_checkpoints);
+    }
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - began).count();
+  if (result.end_step > start && result.seconds > 0) {
+    result.tokens_per_second =
+        static_cast<double>((result.end_step - start) * tokens_per_step) / result.seconds;
+  }
+  if (result.end_step == 0) result.end_step = start;
+  return result;
+}
+
+// ------------------------------------------------------------ evaluation
+
+EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, int64_t batches) {
+  const fs::path dir = given.has_filename() ? given : given.parent_path();  // "run/" names "run"
+  require(batches >= 1, "eval", "batches must be >= 1, got ", batches);
+  for (const int64_t length : lengths) require(length >= 1, "eval", "lengths must be >= 1, got ", length);
+  std::error_code ec;
+  // DIR is a run directory, or one of its checkpoint directories (named step-*, or with a MANIFEST).
+  const bool is_checkpoint = fs::exists(dir / "MANIFEST", ec) ||
+                             (dir.filename().string().starts_with("step-") && !fs::exists(dir / "config.json", ec));
+  const fs::path run_dir = is_checkpoint ? dir.parent_path().parent_path() : dir;
+  EvalReport report;
+  Checkpoint checkpoint;
+  if (is_checkpoint) checkpoint = load_checkpoint(dir);  // its own errors first: not a checkpoint, corrupted
+  const fs::path config_path = run_dir / "config.json";
+  if (!fs::is_regular_file(config_path, ec)) {
+    fail_runtime("checkpoint", (is_checkpoint ? run_dir : dir).string(), " is not a posenc run (no config.json)");
+  }
+  report.config = resolve_train_config(train_config_from_json(read_file(config_path), config_path.string()));
+  const TrainConfig& config = report.config;
+  if (!is_checkpoint) {
+    std::optional<LatestCheckpoint> latest = find_latest_checkpoint(run_dir / "checkpoints", "evaluating");
+    if (!latest) fail_runtime("checkpoint", dir.string(), " has no checkpoint (no checkpoints/step-*)");
+    checkpoint = std::move(latest->checkpoint);
+    report.warnings = std::move(latest->warnings);
+  }
+  try {
+    check_same_run(parse_state(checkpoint), config, checkpoint.dir, nullptr);
+  } catch (const json::exception&) {
+    fail_runtime("checkpoint", checkpoint.dir.string(), "/state.json is missing a field or has a wrong type");
+  }
+  report.checkpoint = checkpoint.dir;
+  report.step = checkpoint.step;
+
+  const Task task = Task::parse(config.task, config.task_options);
+  TaskModel model(task, config);
+  from_archive(checkpoint.file("model.pt"), [&](torch::serialize::InputArchive& a) { model.module().load(a); });
+  model.module().eval();
+  torch::NoGradGuard no_grad;
+  const std::vector<int64_t> wanted =
+      lengths.empty() ? std::vector<int64_t>{config.seq_len, 2 * config.seq_len, 4 * config.seq_len} : lengths;
+  for (const int64_t length : wanted) {
+    EvalLength r;
+    r.seq_len = length;
+    double loss_sum = 0;
+    int64_t correct = 0;
+    try {
+      for (int64_t b = 0; b < batches; ++b) {
+        const Batch batch = task.batch(config.seed, DataStream::kEval, b, config.batch, length);
+        const TaskScore s = model.score(batch);
+        loss_sum += s.loss.item<double>() * static_cast<double>(s.count);
+        correct += s.correct;
+        r.count += s.count;
+      }
+      r.loss = loss_sum / static_cast<double>(r.count);
+      r.accuracy = static_cast<double>(correct) / static_cast<double>(r.count);
+    } catch (const c10::Error& e) {  // e.g. a learned table shorter than the length
+      r.error = e.what_without_backtrace();
+    } catch (const std::invalid_argument& e) {  // e.g. a length below the task's minimum
+      r.error = e.what();
+    }
+    report.lengths.push_back(std::move(r));
+  }
+  return report;
+}
+
+}  // namespace posenc::nn

@@ -1,1 +1,299 @@
-// placeholder: being written (issue 5)
+// Training: a 2-layer model learns `order` (and without any positional
+// encoding it cannot: the [CLS] output of an encoder without positions is
+// invariant to permuting the other tokens), the learning-rate schedule against
+// its formula, the metrics file, a run interrupted and resumed (also past a
+// corrupted checkpoint) ending bit-identical to an uninterrupted one, and
+// evaluation at other lengths including a learned table that is too short.
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+#include <torch/serialize/input-archive.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../kernels/check.h"
+#include "posenc/nn/checkpoint.h"
+#include "posenc/nn/trainer.h"
+
+namespace posenc::nn::test {
+namespace {
+
+namespace fs = std::filesystem;
+using posenc::test::expect_error;
+
+class TrainingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("posenc_train_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<nlohmann::json> lines_of(const fs::path& p) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(slurp(p));
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// Every tensor of a model.pt archive, by name.
+std::map<std::string, at::Tensor> tensors_of(const fs::path& p, const TrainConfig& config) {
+  TaskModel model(Task::parse(config.task, config.task_options), resolve_train_config(config));
+  const std::string bytes = slurp(p);
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes.data(), bytes.size());
+  model.module().load(archive);
+  std::map<std::string, at::Tensor> out;
+  for (const auto& item : model.module().named_parameters()) out[item.key()] = item.value().clone();
+  return out;
+}
+
+// The smallest useful run: 1 thread, so timing under a busy CI machine does not matter.
+TrainConfig tiny_config() {
+  TrainConfig c;
+  c.task = "lookback";
+  c.encoding = "learned+shaw";
+  c.layers = 2;
+  c.dim = 16;
+  c.heads = 2;
+  c.seq_len = 8;
+  c.batch = 4;
+  c.steps = 14;
+  c.warmup = 3;
+  c.lr = 3e-3;
+  c.dropout = 0.1;  // draws from torch's generator every step: its state must be restored too
+  c.checkpoint_every = 4;
+  c.log_every = 3;  // not a divisor of checkpoint_every: resumes land inside a log window
+  c.keep_checkpoints = 2;
+  c.threads = 1;
+  return c;
+}
+
+TEST_F(TrainingTest, TwoLayerModelLearnsOrderAndNoEncodingCannot) {
+  TrainConfig c;
+  c.task = "order";
+  c.encoding = "rope";
+  c.layers = 2;
+  c.dim = 32;
+  c.heads = 4;
+  c.seq_len = 16;
+  c.batch = 32;
+  c.steps = 200;
+  c.warmup = 30;
+  c.lr = 3e-3;
+  c.log_every = 50;
+  c.checkpoint_every = 200;
+  c.threads = 1;
+  train(c, root_ / "rope");
+  const EvalReport learned = evaluate(root_ / "rope", {16}, 8);
+  ASSERT_EQ(learned.lengths.size(), 1u);
+  EXPECT_EQ(learned.lengths[0].count, 256);
+  EXPECT_GE(learned.lengths[0].accuracy, 0.9);
+
+  c.encoding = "none";
+  c.steps = 100;
+  c.checkpoint_every = 100;
+  train(c, root_ / "none");
+  const EvalReport blind = evaluate(root_ / "none", {16}, 8);
+  // Chance is 0.5; 256 examples have sd 0.03, so 0.7 is ~6 sd above it.
+  EXPECT_LE(blind.lengths[0].accuracy, 0.7);
+}
+
+TEST_F(TrainingTest, LearningRateWarmsUpLinearlyThenFollowsACosine) {
+  TrainConfig c;
+  c.lr = 0.01;
+  c.warmup = 10;
+  c.steps = 110;
+  for (int64_t s = 1; s <= 10; ++s) EXPECT_DOUBLE_EQ(learning_rate(c, s), 0.01 * static_cast<double>(s) / 10);
+  EXPECT_DOUBLE_EQ(learning_rate(c, 60), 0.005);  // half way through the decay: cos(pi/2) = 0
+  EXPECT_NEAR(learning_rate(c, 110), 0.0, 1e-18);
+  for (int64_t s = 11; s <= 110; ++s) {
+    const long double progress = static_cast<long double>(s - 10) / 100;
+    const long double expected = 0.005L * (1 + std::cos(std::numbers::pi_v<long double> * progress));
+    EXPECT_NEAR(learning_rate(c, s), static_cast<double>(expected), 1e-17) << s;  // double cos, ~1 ulp
+    EXPECT_LT(learning_rate(c, s), learning_rate(c, s - 1) + 1e-18) << "not decreasing at " << s;
+  }
+}
+
+TEST_F(TrainingTest, WritesConfigAndDeterministicMetrics) {
+  const TrainConfig c = tiny_config();
+  int reports = 0;
+  TrainCallbacks callbacks;
+  callbacks.progress = [&](const TrainProgress& p) {
+    ++reports;
+    EXPECT_EQ(p.steps, 14);
+    EXPECT_GT(p.tokens_per_second, 0);
+  };
+  const TrainResult r = train(c, root_, {}, callbacks);
+  EXPECT_EQ(r.start_step, 0);
+  EXPECT_EQ(r.end_step, 14);
+  EXPECT_EQ(r.checkpoint, root_ / "checkpoints" / "step-00000014");
+  EXPECT_EQ(reports, 5);
+  const std::vector<nlohmann::json> lines = lines_of(root_ / "metrics.jsonl");
+  ASSERT_EQ(lines.size(), 5u);
+  const std::vector<int64_t> steps = {3, 6, 9, 12, 14};
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json& l = lines[i];
+    EXPECT_EQ(l["step"], steps[i]);
+    EXPECT_EQ(l["tokens"], steps[i] * 4 * 8);
+    EXPECT_EQ(l["lr"].get<double>(), learning_rate(c, steps[i]));
+    EXPECT_GT(l["loss"].get<double>(), 0);
+    EXPECT_GE(l["accuracy"].get<double>(), 0);
+    EXPECT_LE(l["accuracy"].get<double>(), 1);
+    EXPECT_GT(l["grad_norm"].get<double>(), 0);
+    std::vector<std::string> keys;
+    for (const auto& item : l.items()) keys.push_back(item.key());
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(keys, (std::vector<std::string>{"accuracy", "grad_norm", "loss", "lr", "step", "tokens"}));
+  }
+  EXPECT_EQ(lines_of(root_ / "throughput.jsonl").size(), 5u);
+  // keep_checkpoints = 2: steps 12 and 14 remain.
+  std::vector<int64_t> kept;
+  for (const CheckpointEntry& e : list_checkpoints(root_ / "checkpoints")) kept.push_back(e.step);
+  EXPECT_EQ(kept, (std::vector<int64_t>{12, 14}));
+  // config.json holds every option and reads back to the resolved config.
+  const TrainConfig back = train_config_from_json(slurp(root_ / "config.json"), "config.json");
+  EXPECT_EQ(train_config_json(back), slurp(root_ / "config.json"));
+  const nlohmann::json j = nlohmann::json::parse(slurp(root_ / "config.json"));
+  EXPECT_EQ(j["max_positions"], 8);  // resolved from seq_len
+  EXPECT_EQ(j["model"], "decoder");
+  EXPECT_EQ(j["encoding_parts"], (std::vector<std::string>{"learned", "shaw"}));
+  EXPECT_TRUE(j.contains("posenc_version"));
+  EXPECT_EQ(j["encoding_parameters"]["max_distance"], 16);
+}
+
+// The reference: one uninterrupted run.
+void expect_same_run(const fs::path& a, const fs::path& b, const TrainConfig& c) {
+  EXPECT_EQ(slurp(a / "metrics.jsonl"), slurp(b / "metrics.jsonl"));
+  const fs::path last = fs::path("checkpoints") / "step-00000014";
+  const auto ta = tensors_of(a / last / "model.pt", c), tb = tensors_of(b / last / "model.pt", c);
+  ASSERT_EQ(ta.size(), tb.size());
+  for (const auto& [name, t] : ta) EXPECT_TRUE(t.equal(tb.at(name))) << name << " differs";
+  // The manifests list size and checksum of model, optimizer, generator and state: all equal.
+  EXPECT_EQ(slurp(a / last / "MANIFEST"), slurp(b / last / "MANIFEST"));
+}
+
+TEST_F(TrainingTest, InterruptedAndResumedRunIsBitIdentical) {
+  const TrainConfig c = tiny_config();
+  train(c, root_ / "straight");
+
+  // Stopped after step 10: checkpoints at 4 and 8, metrics up to step 9 (past the checkpoint).
+  const TrainResult first = train(c, root_ / "resumed", {.stop_after = 10});
+  EXPECT_EQ(first.end_step, 10);
+  EXPECT_EQ(lines_of(root_ / "resumed" / "metrics.jsonl").size(), 3u);
+  const TrainResult second = train(c, root_ / "resumed", {.resume = true});
+  EXPECT_EQ(second.start_step, 8);
+  EXPECT_EQ(second.end_step, 14);
+  EXPECT_TRUE(second.warnings.empty());
+  expect_same_run(root_ / "straight", root_ / "resumed", c);
+
+  // The newest checkpoint corrupted: reported, the previous one used, same result.
+  train(c, root_ / "corrupted", {.stop_after = 10});
+  const fs::path model = root_ / "corrupted" / "checkpoints" / "step-00000008" / "model.pt";
+  std::string bytes = slurp(model);
+  bytes[bytes.size() / 2] ^= 1;
+  std::ofstream(model, std::ios::binary | std::ios::trunc) << bytes;
+  std::vector<std::string> warned;
+  TrainCallbacks callbacks;
+  callbacks.warning = [&](const std::string& w) { warned.push_back(w); };
+  const TrainResult third = train(c, root_ / "corrupted", {.resume = true}, callbacks);
+  EXPECT_EQ(third.start_step, 4);
+  EXPECT_EQ(warned, std::vector<std::string>{"checkpoint step-00000008 is corrupted (model.pt: checksum mismatch); "
+                                             "resuming from step-00000004"});
+  EXPECT_EQ(third.warnings, warned);
+  expect_same_run(root_ / "straight", root_ / "corrupted", c);
+
+  // Resuming a finished run does nothing; another thread count is allowed but warned about.
+  TrainConfig more_threads = c;
+  more_threads.threads = 2;
+  const TrainResult done = train(more_threads, root_ / "resumed", {.resume = true});
+  EXPECT_EQ(done.start_step, 14);
+  EXPECT_EQ(done.end_step, 14);
+  EXPECT_EQ(done.warnings, std::vector<std::string>{"checkpoint step-00000014 was written with 1 threads, this run "
+                                                    "uses 2: results will not be bit-identical to an uninterrupted "
+                                                    "run"});
+  at::set_num_threads(1);
+}
+
+TEST_F(TrainingTest, EvaluatesOtherLengthsAndNamesTheLearnedTableLimit) {
+  TrainConfig c = tiny_config();
+  c.steps = 4;
+  train(c, root_);
+  const EvalReport r = evaluate(root_, {8, 6, 12, 3}, 2);
+  EXPECT_EQ(r.step, 4);
+  EXPECT_EQ(r.checkpoint, root_ / "checkpoints" / "step-00000004");
+  ASSERT_EQ(r.lengths.size(), 4u);
+  EXPECT_EQ(r.lengths[0].error, "");
+  EXPECT_EQ(r.lengths[0].count, 2 * 4 * 6);  // scored target positions 3..8 of each row
+  EXPECT_EQ(r.lengths[1].error, "");
+  EXPECT_EQ(r.lengths[1].count, 2 * 4 * 4);
+  EXPECT_EQ(r.lengths[2].error, "[learned] position 8 is outside the table of 8 rows (valid 0..7)");
+  EXPECT_EQ(r.lengths[3].error, "[task] seq_len must be >= 4 for 'lookback', got 3");
+  // A checkpoint directory itself, and the default lengths (seq_len x 1, 2, 4).
+  const EvalReport direct = evaluate(root_ / "checkpoints" / "step-00000004", {}, 1);
+  ASSERT_EQ(direct.lengths.size(), 3u);
+  EXPECT_EQ(direct.lengths[0].seq_len, 8);
+  EXPECT_EQ(direct.lengths[2].seq_len, 32);
+  EXPECT_NEAR(direct.lengths[0].loss, evaluate(root_, {8}, 1).lengths[0].loss, 0.0);  // same batches, same model
+  expect_error<std::runtime_error>([&] { evaluate(root_ / "checkpoints", {}, 1); },
+                                   "[checkpoint] " + (root_ / "checkpoints").string() +
+                                       " is not a posenc run (no config.json)");
+  fs::remove_all(root_ / "checkpoints");
+  expect_error<std::runtime_error>([&] { evaluate(root_, {}, 1); },
+                                   "[checkpoint] " + root_.string() + " has no checkpoint (no checkpoints/step-*)");
+}
+
+TEST_F(TrainingTest, BadConfigurationsAreRefusedBeforeTouchingTheDirectory) {
+  TrainConfig c = tiny_config();
+  c.steps = 0;
+  expect_error([&] { train(c, root_); }, "[train] steps must be >= 1, got 0");
+  c = tiny_config();
+  c.max_positions = 4;
+  expect_error([&] { train(c, root_); }, "[train] max_positions must be >= seq_len (8), got 4");
+  c = tiny_config();
+  c.seq_len = 3;
+  expect_error([&] { train(c, root_); }, "[train] seq_len must be >= 4 for task 'lookback', got 3");
+  c = tiny_config();
+  c.task = "sort";
+  expect_error([&] { train(c, root_); }, "[task] unknown task 'sort'; known: order, span, lookback, copy");
+  auto registry_error = [&](const TrainConfig& bad) {
+    try {
+      train(bad, root_);
+    } catch (const c10::ValueError& e) {
+      return std::string(e.what_without_backtrace());
+    }
+    return std::string("no error");
+  };
+  c = tiny_config();
+  c.dim = 10;
+  c.heads = 4;
+  EXPECT_EQ(registry_error(c), "[encoding] dim must be divisible by num_heads, got dim 10 and num_heads 4");
+  c.encoding = "rope";
+  c.dim = 10;
+  c.heads = 2;
+  EXPECT_EQ(registry_error(c), "[encoding] rope needs an even head_dim, got 5");
+  EXPECT_FALSE(fs::exists(root_));
+}
+
+}  // namespace
+}  // namespace posenc::nn::test

@@ -1,0 +1,71 @@
+#include "eval_command.h"
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "posenc/nn/trainer.h"
+
+namespace posenc::cli {
+
+EvalCommand::EvalCommand(CLI::App& parent) {
+  app_ = parent.add_subcommand("eval", "Evaluate a trained model at several sequence lengths");
+  app_->footer(
+      "DIR is a `posenc train --out` directory (its newest valid checkpoint is used) or one of its "
+      "checkpoints/step-NNNNNNNN directories. Batches are fresh, drawn from the run's seed on an evaluation "
+      "stream. Default lengths: the training length x1, x2, x4.");
+  app_->add_option("--checkpoint", checkpoint_, "Run or checkpoint directory")->required();
+  app_->add_option("--lengths", lengths_, "Sequence lengths, comma separated, e.g. 64,128,256")->delimiter(',');
+  app_->add_option("--batches", batches_, "Batches per length (of the training batch size)")->capture_default_str();
+  app_->add_flag("--json", json_, "Print one JSON object instead of a table");
+}
+
+int EvalCommand::run() const {
+  const nn::EvalReport report = nn::evaluate(checkpoint_, lengths_, batches_);
+  for (const std::string& w : report.warnings) std::cerr << "posenc: warning: " << w << '\n';
+  const nn::TrainConfig& c = report.config;
+  const nn::Task task = nn::Task::parse(c.task, c.task_options);
+  if (json_) {
+    nlohmann::ordered_json out{{"checkpoint", report.checkpoint.string()},
+                               {"step", report.step},
+                               {"task", c.task},
+                               {"encoding", c.encoding},
+                               {"train_seq_len", c.seq_len},
+                               {"metric", task.metric()}};
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const nn::EvalLength& r : report.lengths) {
+      if (r.error.empty()) {
+        rows.push_back({{"seq_len", r.seq_len}, {"loss", r.loss}, {"accuracy", r.accuracy}, {"count", r.count}});
+      } else {
+        rows.push_back({{"seq_len", r.seq_len}, {"error", r.error}});
+      }
+    }
+    out["lengths"] = std::move(rows);
+    std::cout << out.dump(2) << '\n';
+  } else {
+    std::cout << "checkpoint " << report.checkpoint.string() << ": " << c.task << " with " << c.encoding
+              << ", trained at seq_len " << c.seq_len << "; accuracy = " << task.metric() << '\n';
+    std::cout << "seq_len      loss  accuracy     count\n";
+    for (const nn::EvalLength& r : report.lengths) {
+      char text[128];
+      if (r.error.empty()) {
+        std::snprintf(text, sizeof text, "%7lld %9.4f %9.4f %9lld", static_cast<long long>(r.seq_len), r.loss,
+                      r.accuracy, static_cast<long long>(r.count));
+        std::cout << text << '\n';
+      } else {
+        std::snprintf(text, sizeof text, "%7lld", static_cast<long long>(r.seq_len));
+        std::cout << text << "  error: " << r.error << '\n';
+      }
+    }
+  }
+  int failed = 0;
+  for (const nn::EvalLength& r : report.lengths) {
+    if (r.error.empty()) continue;
+    std::cout.flush();
+    std::cerr << "posenc: eval at seq_len " << r.seq_len << ": " << r.error << '\n';
+    ++failed;
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace posenc::cli

@@ -1,0 +1,30 @@
+// `posenc train --task TASK --encoding NAME --out DIR [...]`: trains a small
+// model (posenc::nn::train) with a progress bar on a terminal (plain periodic
+// lines otherwise) on stderr and a summary line on stdout. `--resume`
+// continues from DIR's newest valid checkpoint.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "posenc/nn/trainer.h"
+
+namespace posenc::cli {
+
+class TrainCommand {
+ public:
+  explicit TrainCommand(CLI::App& parent);
+  TrainCommand(const TrainCommand&) = delete;  // CLI11 holds pointers into config_
+  TrainCommand& operator=(const TrainCommand&) = delete;
+
+  bool selected() const { return app_->parsed(); }
+  int run() const;
+
+ private:
+  CLI::App* app_;
+  nn::TrainConfig config_;
+  std::string out_;
+  bool resume_ = false;
+};
+
+}  // namespace posenc::cli

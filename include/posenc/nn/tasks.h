@@ -1,0 +1,104 @@
+// Synthetic tasks for the training experiments, generated from a seed (no
+// files). Batch n of a run is a pure function of (task, options, seed, stream,
+// n, batch size, seq_len): every row draws from its own counter-based
+// generator (splitmix64 of seed, stream, batch index and row), never torch's,
+// so the data cursor of a run is just the batch index and any length can be
+// generated for evaluation.
+//
+//   order     encoder, classification. [CLS] at 0, filler tokens, markers A and
+//             B at two distinct random positions; label 1 if A comes before B.
+//   span      encoder, extraction (SQuAD-like). [CLS] at 0, fillers, a query
+//             token at q followed by L in 1..max_span answer tokens (drawn like
+//             the fillers) and a terminator; targets start = q+1, end = q+L.
+//   lookback  decoder, causal LM. x[i] = x[i-k] for i >= k (k = lookback): the
+//             next token is the one k positions back, a purely relative rule.
+//             Scored where the target position is >= k.
+//   copy      decoder. With h = (T+1)/2 over the T+1 generated tokens,
+//             x[i] = x[i-h] for i >= h: the second half repeats the first.
+//             Scored on the second half (target position >= h).
+// Encoder rows have a random length n in [max(ceil(T/2), minimum), T] and are
+// padded with token 0 (key_padding_mask true there). Decoder rows generate T+1
+// tokens: tokens = x[0..T), labels = x[1..T].
+// Accuracy: order, the class; span, start AND end both right; lookback and
+// copy, the next token at the scored positions.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace posenc::nn {
+
+enum class TaskKind { kOrder, kSpan, kLookback, kCopy };
+enum class ModelKind { kEncoder, kDecoder };
+// Training and evaluation draw from different streams of the same seed.
+enum class DataStream : uint64_t { kTrain = 0, kEval = 1 };
+
+struct TaskOptions {
+  int64_t vocab_size = 32;  // every token id lies in [0, vocab_size)
+  int64_t lookback = 3;     // lookback: k >= 1
+  int64_t max_span = 4;     // span: answer lengths 1..max_span
+};
+
+// Token ids of the encoder tasks; fillers are kFirstFiller .. vocab_size-1.
+// The decoder tasks use every id in [0, vocab_size) as a symbol.
+inline constexpr int64_t kPadToken = 0;
+inline constexpr int64_t kClsToken = 1;
+inline constexpr int64_t kMarkerA = 2;
+inline constexpr int64_t kMarkerB = 3;
+inline constexpr int64_t kQueryToken = 4;
+inline constexpr int64_t kTerminatorToken = 5;
+inline constexpr int64_t kFirstFiller = 6;
+
+// One batch of B rows of length T.
+struct Batch {
+  at::Tensor tokens;            // (B, T) int64
+  at::Tensor key_padding_mask;  // (B, T) bool, true = padding (encoder tasks); undefined for decoder tasks
+  at::Tensor labels;            // order (B) int64 in {0, 1}; span (B, 2) start, end; decoder (B, T) next tokens
+  at::Tensor loss_mask;         // decoder (B, T) bool, true where scored; undefined otherwise
+};
+
+// Loss (a differentiable scalar, mean over the scored items) and the count of
+// right answers among `count` scored items (examples or tokens).
+struct TaskScore {
+  at::Tensor loss;
+  int64_t correct = 0;
+  int64_t count = 0;
+};
+
+class Task {
+ public:
+  // Throws std::invalid_argument "[task] vocab_size must be >= 8 for 'order', got 4" (span likewise;
+  // decoder tasks need >= 2), "[task] lookback must be >= 1, got 0", "[task] max_span must be >= 1, got 0".
+  Task(TaskKind kind, TaskOptions options = {});
+  // "[task] unknown task 'foo'; known: order, span, lookback, copy"
+  static Task parse(std::string_view name, TaskOptions options = {});
+  static const std::vector<std::string>& names();
+
+  TaskKind kind() const noexcept { return kind_; }
+  std::string_view name() const noexcept;
+  ModelKind model() const noexcept;
+  std::string_view metric() const noexcept;  // what accuracy means, one line
+  int64_t vocab_size() const noexcept { return options_.vocab_size; }
+  const TaskOptions& options() const noexcept { return options_; }
+  // The shortest seq_len a row can be built at: order 3, span max_span + 3, lookback k + 1, copy 2.
+  int64_t min_seq_len() const noexcept;
+
+  // Throws "[task] seq_len must be >= 7 for 'span', got 4" and "[task] batch_size must be >= 1, got 0".
+  Batch batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const;
+
+  // Scores the model's outputs for `batch` (shapes as in models.h):
+  // order: logits (B, 2); span: start and end logits (B, T) each; decoder: logits (B, T, vocab).
+  TaskScore score_classification(const at::Tensor& logits, const Batch& batch) const;
+  TaskScore score_span(const at::Tensor& start_logits, const at::Tensor& end_logits, const Batch& batch) const;
+  TaskScore score_language_model(const at::Tensor& logits, const Batch& batch) const;
+
+ private:
+  TaskKind kind_;
+  TaskOptions options_;
+};
+
+}  // namespace posenc::nn

@@ -1,0 +1,158 @@
+// Training and evaluation of the small models (models.h) on the synthetic
+// tasks (tasks.h), reproducible and resumable.
+//
+//   model init: torch::manual_seed(seed), then the task's encoder or decoder
+//   optimizer:  AdamW(lr, weight_decay), gradients clipped to global norm `clip`
+//   schedule:   lr(s) = lr * s / warmup for s <= warmup, then
+//               lr * (1 + cos(pi * (s - warmup) / (steps - warmup))) / 2, 0 at s = steps
+//   data:       step s (1-based) trains on batch s-1 of DataStream::kTrain
+//   threads:    at::set_num_threads(threads) (torch's OpenMP pool); results are
+//               bit-reproducible for a fixed seed and thread count
+//
+// A run directory DIR holds
+//   config.json       every option, the encoding's parameters, the posenc version
+//   metrics.jsonl     one line per log_every steps (and the last step):
+//                     {"step", "lr", "loss", "accuracy", "grad_norm", "tokens"}, the
+//                     means over the steps since the previous line; deterministic,
+//                     so a resumed run's file is byte-identical to an uninterrupted one
+//   throughput.jsonl  {"step", "elapsed_s", "tokens_per_s"}: timing, not reproducible
+//   checkpoints/step-<8 digits>/   every checkpoint_every steps and at the end
+//                     (checkpoint.h): model.pt, optimizer.pt (AdamW's moments and
+//                     step per parameter index), rng.pt (torch's default CPU
+//                     generator, for dropout), state.json (step, data
+//                     cursor, metrics.jsonl length, partial log window, the config
+//                     that fixes the trajectory), MANIFEST; the newest
+//                     keep_checkpoints are kept. Every file is a function of the
+//                     run, so two identical runs write byte-identical checkpoints.
+// The library never prints: progress and warnings go to callbacks.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "posenc/nn/encoding_registry.h"
+#include "posenc/nn/models.h"
+#include "posenc/nn/tasks.h"
+
+namespace posenc::nn {
+
+struct TrainConfig {
+  std::string task = "order";        // order | span | lookback | copy
+  std::string encoding = "sinusoidal";  // a registry name, e.g. "learned+shaw"
+  TaskOptions task_options;
+  // base, xpos_scale_base, max_distance, t5_*, init_std; dim, num_heads,
+  // max_positions and causal are taken from the fields below and the task.
+  EncodingConfig encoding_config;
+  int64_t layers = 2;
+  int64_t dim = 64;
+  int64_t heads = 4;
+  int64_t seq_len = 64;
+  int64_t batch = 32;
+  int64_t steps = 1000;
+  double lr = 1e-3;
+  int64_t warmup = 100;
+  double weight_decay = 0.01;
+  double clip = 1.0;                 // max global gradient norm
+  uint64_t seed = 0;
+  int64_t threads = 1;
+  int64_t checkpoint_every = 100;
+  int64_t keep_checkpoints = 3;
+  int64_t log_every = 10;
+  double dropout = 0.0;
+  int64_t max_positions = 0;         // rows of a learned table; 0: seq_len
+};
+
+// Checks every field, the task and the encoding (parse_encoding / validate_encoding messages),
+// and returns the config with max_positions resolved. Throws std::invalid_argument
+// "[train] steps must be >= 1, got 0" (likewise for the other fields) and c10::ValueError from the registry.
+TrainConfig resolve_train_config(const TrainConfig& config);
+
+// The learning rate of step s (1-based), as in the schedule above.
+double learning_rate(const TrainConfig& config, int64_t step);
+
+// config.json text (every field, the encoding's parameters, the posenc version) and back.
+// Parsing throws std::runtime_error "[checkpoint] SOURCE: missing or invalid field 'dim'".
+std::string train_config_json(const TrainConfig& config);
+TrainConfig train_config_from_json(const std::string& text, const std::string& source);
+
+// The task's model (encoder with its classification or span head, or decoder) and its score.
+class TaskModel {
+ public:
+  TaskModel(const Task& task, const TrainConfig& resolved);
+  TaskScore score(const Batch& batch);
+  torch::nn::Module& module();
+  const Task& task() const noexcept { return task_; }
+
+ private:
+  Task task_;
+  TransformerEncoder encoder_{nullptr};
+  TransformerDecoder decoder_{nullptr};
+};
+
+struct TrainProgress {
+  int64_t step = 0;
+  int64_t steps = 0;
+  double loss = 0;       // mean over the steps since the previous report
+  double accuracy = 0;
+  double lr = 0;
+  double tokens_per_second = 0;  // this process, since its first step
+  double elapsed_seconds = 0;    // this process
+  double eta_seconds = 0;
+};
+
+struct TrainCallbacks {
+  std::function<void(const TrainProgress&)> progress;  // every log_every steps and at the last step
+  std::function<void(const std::string&)> warning;     // e.g. a corrupted checkpoint skipped on resume
+};
+
+struct TrainRun {
+  bool resume = false;     // continue from the newest valid checkpoint in DIR (fresh start when DIR has none)
+  int64_t stop_after = 0;  // > 0: return after this step as if interrupted (tests, time-boxed jobs)
+};
+
+struct TrainResult {
+  int64_t start_step = 0;  // the step resumed from (0: fresh)
+  int64_t end_step = 0;    // the last step trained
+  double loss = 0;         // the last report's means (NaN when no step ran)
+  double accuracy = 0;
+  double seconds = 0;
+  double tokens_per_second = 0;
+  std::filesystem::path checkpoint;   // the newest checkpoint written (empty if none)
+  std::vector<std::string> warnings;  // also passed to callbacks.warning
+};
+
+// Trains into `dir`. Without run.resume, a DIR that already holds a run is refused:
+// "[train] DIR already holds a run (metrics.jsonl or checkpoints); resume it or choose another directory".
+// With it, a checkpoint written for another configuration is refused:
+// "[checkpoint] DIR/checkpoints/step-00000100 was written for encoding 'rope', this run uses 'alibi'".
+TrainResult train(const TrainConfig& config, const std::filesystem::path& dir, const TrainRun& run = {},
+                  const TrainCallbacks& callbacks = {});
+
+struct EvalLength {
+  int64_t seq_len = 0;
+  double loss = 0;      // mean over the scored items
+  double accuracy = 0;
+  int64_t count = 0;    // scored items (examples or tokens)
+  std::string error;    // non-empty when this length could not be evaluated (e.g. a learned table too short)
+};
+
+struct EvalReport {
+  TrainConfig config;
+  std::filesystem::path checkpoint;
+  int64_t step = 0;
+  std::vector<std::string> warnings;
+  std::vector<EvalLength> lengths;
+};
+
+// Loads DIR/config.json and the newest valid checkpoint of DIR (or DIR itself
+// when it is a checkpoint directory), and evaluates `batches` fresh batches of
+// DataStream::kEval at each length, without gradients (the fused attention).
+// Lengths {} mean seq_len, 2 seq_len, 4 seq_len. Throws std::runtime_error
+// "[checkpoint] DIR is not a posenc run (no config.json)" and the checkpoint.h errors.
+EvalReport evaluate(const std::filesystem::path& dir, const std::vector<int64_t>& lengths, int64_t batches = 8);
+
+}  // namespace posenc::nn
