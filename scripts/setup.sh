@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ make
   libtorch-dev python3-torch python3-numpy python3-pytest
-  libgtest-dev libbenchmark-dev libcli11-dev
+  libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
 )
 
 missing=()
