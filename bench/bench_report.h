@@ -23,7 +23,8 @@ double seconds_of(const std::map<std::string, double>& times, const std::string&
 double paired_ratio(const std::function<void()>& base, const std::function<void()>& test, int rounds);
 
 // Peak resident memory above the baseline while f runs, in bytes (VmHWM after
-// resetting it through /proc/self/clear_refs); -1 when that reset is refused.
+// resetting it through /proc/self/clear_refs, or VmRSS after f when larger:
+// let f keep its result alive to count it); -1 when that reset is refused.
 int64_t peak_extra_bytes(const std::function<void()>& f);
 
 }  // namespace posenc::bench
