@@ -1,1 +1,280 @@
-// placeholder: being written (issue 5)
+// The encoding registry (encoding_registry.h): every name parses and builds
+// the modules its point calls for, the catalog documents every name with the
+// defaults of EncodingConfig, and every error message word for word.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "posenc/nn/encoding_registry.h"
+#include "posenc/nn/learnable_sinusoidal_encoding.h"
+#include "posenc/nn/learned_encoding.h"
+#include "posenc/nn/sinusoidal_encoding.h"
+#include "reference.h"
+
+namespace posenc::nn::test {
+namespace {
+
+// The issue's names, in the documented order.
+const std::vector<std::string> kNames{"none",  "sinusoidal", "learned", "learnable-sinusoidal",
+                                      "rope",  "rope-xpos",  "alibi",   "t5",
+                                      "shaw",  "shaw-sinusoidal", "shaw-learnable-sinusoidal", "xl"};
+
+const std::string kKnown =
+    "none, sinusoidal, learned, learnable-sinusoidal, rope, rope-xpos, alibi, t5, shaw, shaw-sinusoidal, "
+    "shaw-learnable-sinusoidal, xl";
+
+// What each name builds: the modules' names() at (input, rotary, bias, relative), "" for none.
+struct Built {
+  std::string input, rotary, bias, relative;
+};
+
+Built built(const std::string& name, const EncodingConfig& config = {}) {
+  const EncodingPlan plan = parse_encoding(name);
+  const InputEncoding input = make_input_encoding(plan, config);
+  const AttentionEncodings e = make_attention_encodings(plan, config);
+  return {input ? input->name() : "", e.rotary ? e.rotary->name() : "", e.bias ? e.bias->name() : "",
+          e.relative ? e.relative->name() : ""};
+}
+
+TEST(EncodingRegistry, CatalogListsEveryNameWithItsPointAndDefaults) {
+  const auto& catalog = encoding_catalog();
+  ASSERT_EQ(catalog.size(), kNames.size());
+  const std::map<std::string, std::string> points{
+      {"none", "none"},
+      {"sinusoidal", "input"},
+      {"learned", "input"},
+      {"learnable-sinusoidal", "input"},
+      {"rope", "query/key"},
+      {"rope-xpos", "query/key"},
+      {"alibi", "logit bias"},
+      {"t5", "logit bias"},
+      {"shaw", "relative vectors"},
+      {"shaw-sinusoidal", "relative vectors"},
+      {"shaw-learnable-sinusoidal", "relative vectors"},
+      {"xl", "relative vectors"}};
+  for (size_t n = 0; n < kNames.size(); ++n) {
+    SCOPED_TRACE(kNames[n]);
+    EXPECT_EQ(catalog[n].name, kNames[n]);
+    EXPECT_EQ(catalog[n].point, points.at(kNames[n]));
+    EXPECT_FALSE(catalog[n].description.empty());
+    EXPECT_EQ(catalog[n].description.find('\n'), std::string::npos);  // one line
+  }
+  // Defaults come from EncodingConfig: each parameter's text starts with its default.
+  const EncodingConfig d;
+  const std::map<std::string, std::string> defaults{
+      {"base", "10000"},          {"max_positions", std::to_string(d.max_positions)},
+      {"init_std", "0.02"},       {"xpos_scale_base", "512"},
+      {"max_distance", "16"},     {"t5_num_buckets", "32"},
+      {"t5_max_distance", "128"}};
+  std::set<std::string> seen;
+  for (const EncodingInfo& info : catalog) {
+    for (const auto& [parameter, text] : info.parameters) {
+      SCOPED_TRACE(info.name + " " + parameter);
+      ASSERT_TRUE(defaults.count(parameter)) << "undocumented parameter";
+      EXPECT_EQ(text.rfind(defaults.at(parameter) + " (", 0), 0u) << text;
+      seen.insert(parameter);
+    }
+  }
+  EXPECT_EQ(seen.size(), defaults.size());  // every setting of EncodingConfig is some name's parameter
+  // Per name, the parameters its factory reads.
+  auto parameters = [&](const std::string& name) {
+    std::vector<std::string> out;
+    for (const EncodingInfo& info : catalog) {
+      if (info.name == name) {
+        for (const auto& p : info.parameters) out.push_back(p.first);
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(parameters("shaw"), (std::vector<std::string>{"max_distance", "init_std"}));
+  EXPECT_EQ(parameters("t5"), (std::vector<std::string>{"t5_num_buckets", "t5_max_distance", "init_std"}));
+  EXPECT_EQ(parameters("rope-xpos"), (std::vector<std::string>{"base", "xpos_scale_base"}));
+  EXPECT_EQ(parameters("learned"), (std::vector<std::string>{"max_positions", "init_std"}));
+  EXPECT_TRUE(parameters("none").empty());
+  EXPECT_TRUE(parameters("alibi").empty());
+}
+
+TEST(EncodingRegistry, EveryNameParsesAndBuildsItsPoint) {
+  const std::map<std::string, Built> want{
+      {"none", {}},
+      {"sinusoidal", {"SinusoidalEncoding", "", "", ""}},
+      {"learned", {"LearnedEncoding", "", "", ""}},
+      {"learnable-sinusoidal", {"LearnableSinusoidalEncoding", "", "", ""}},
+      {"rope", {"", "RotaryEmbedding", "", ""}},
+      {"rope-xpos", {"", "RotaryEmbedding", "", ""}},
+      {"alibi", {"", "", "AlibiBias", ""}},
+      {"t5", {"", "", "T5Bias", ""}},
+      {"shaw", {"", "", "", "ShawRelative"}},
+      {"shaw-sinusoidal", {"", "", "", "SinusoidalRelative"}},
+      {"shaw-learnable-sinusoidal", {"", "", "", "SinusoidalRelative"}},
+      {"xl", {"", "", "", "TransformerXLRelative"}}};
+  for (const std::string& name : kNames) {
+    SCOPED_TRACE(name);
+    const EncodingPlan plan = parse_encoding(name);
+    EXPECT_EQ(plan.name, name);
+    EXPECT_EQ(plan.parts, std::vector<std::string>{name});
+    const Built b = built(name);
+    const Built& w = want.at(name);
+    EXPECT_EQ(b.input, w.input);
+    EXPECT_EQ(b.rotary, w.rotary);
+    EXPECT_EQ(b.bias, w.bias);
+    EXPECT_EQ(b.relative, w.relative);
+  }
+  const EncodingPlan combo = parse_encoding("learned+rope+t5+shaw");
+  EXPECT_EQ(combo.parts, (std::vector<std::string>{"learned", "rope", "t5", "shaw"}));
+  const Built b = built("learned+rope+t5+shaw");
+  EXPECT_EQ(b.input, "LearnedEncoding");
+  EXPECT_EQ(b.rotary, "RotaryEmbedding");
+  EXPECT_EQ(b.bias, "T5Bias");
+  EXPECT_EQ(b.relative, "ShawRelative");
+}
+
+TEST(EncodingRegistry, ModulesTakeTheirSettingsFromTheConfig) {
+  EncodingConfig c;
+  c.dim = 48;
+  c.num_heads = 3;  // head_dim 16
+  c.max_positions = 77;
+  c.base = 500.0;
+  c.xpos_scale_base = 64.0;
+  c.max_distance = 5;
+  c.t5_num_buckets = 16;
+  c.t5_max_distance = 40;
+  c.init_std = 0.0;  // zero tables: the init_std reached the module
+  c.causal = true;
+
+  const auto learned = std::dynamic_pointer_cast<LearnedEncodingImpl>(make_input_encoding(parse_encoding("learned"), c).ptr());
+  ASSERT_TRUE(learned);
+  EXPECT_EQ(learned->table().sizes(), (std::vector<int64_t>{77, 48}));
+  EXPECT_EQ(learned->table().abs().max().item<double>(), 0.0);
+  const auto sinusoidal =
+      std::dynamic_pointer_cast<SinusoidalEncodingImpl>(make_input_encoding(parse_encoding("sinusoidal"), c).ptr());
+  ASSERT_TRUE(sinusoidal);
+  EXPECT_EQ(sinusoidal->options().dim(), 48);
+  EXPECT_EQ(sinusoidal->options().base(), 500.0);
+  const auto learnable = std::dynamic_pointer_cast<LearnableSinusoidalEncodingImpl>(
+      make_input_encoding(parse_encoding("learnable-sinusoidal"), c).ptr());
+  ASSERT_TRUE(learnable);
+  EXPECT_EQ(learnable->options().base(), 500.0);
+  EXPECT_FALSE(make_input_encoding(parse_encoding("rope"), c));
+
+  const auto rope = make_attention_encodings(parse_encoding("rope"), c).rotary;
+  EXPECT_EQ(rope->options().head_dim(), 16);
+  EXPECT_EQ(rope->options().base(), 500.0);
+  EXPECT_EQ(rope->options().xpos_scale_base(), 0.0);
+  const auto xpos = make_attention_encodings(parse_encoding("rope-xpos"), c).rotary;
+  EXPECT_EQ(xpos->options().xpos_scale_base(), 64.0);
+
+  const auto alibi = std::dynamic_pointer_cast<AlibiBiasImpl>(make_attention_encodings(parse_encoding("alibi"), c).bias.ptr());
+  ASSERT_TRUE(alibi);
+  EXPECT_EQ(alibi->num_heads(), 3);
+  EXPECT_TRUE(alibi->options().causal());
+  const auto t5 = std::dynamic_pointer_cast<T5BiasImpl>(make_attention_encodings(parse_encoding("t5"), c).bias.ptr());
+  ASSERT_TRUE(t5);
+  EXPECT_EQ(t5->table().sizes(), (std::vector<int64_t>{16, 3}));
+  EXPECT_EQ(t5->options().max_distance(), 40);
+  EXPECT_FALSE(t5->options().bidirectional());  // causal config: the decoder's buckets
+
+  const auto shaw =
+      std::dynamic_pointer_cast<ShawRelativeImpl>(make_attention_encodings(parse_encoding("shaw"), c).relative.ptr());
+  ASSERT_TRUE(shaw);
+  EXPECT_EQ(shaw->key_table().sizes(), (std::vector<int64_t>{11, 16}));  // shared by the heads
+  EXPECT_TRUE(shaw->value_table().defined());
+  const auto nezha = std::dynamic_pointer_cast<SinusoidalRelativeImpl>(
+      make_attention_encodings(parse_encoding("shaw-sinusoidal"), c).relative.ptr());
+  ASSERT_TRUE(nezha);
+  EXPECT_TRUE(nezha->has_values());
+  EXPECT_FALSE(nezha->options().learnable());
+  EXPECT_EQ(nezha->options().max_distance(), 5);
+  EXPECT_EQ(nezha->options().base(), 500.0);
+  EXPECT_TRUE(nezha->named_parameters().is_empty());
+  const auto learnable_nezha = std::dynamic_pointer_cast<SinusoidalRelativeImpl>(
+      make_attention_encodings(parse_encoding("shaw-learnable-sinusoidal"), c).relative.ptr());
+  ASSERT_TRUE(learnable_nezha);
+  EXPECT_TRUE(learnable_nezha->options().learnable());
+  EXPECT_TRUE(learnable_nezha->has_values());
+  const auto xl = std::dynamic_pointer_cast<TransformerXLRelativeImpl>(
+      make_attention_encodings(parse_encoding("xl"), c).relative.ptr());
+  ASSERT_TRUE(xl);
+  EXPECT_EQ(xl->u().sizes(), (std::vector<int64_t>{3, 16}));
+  EXPECT_EQ(xl->options().base(), 500.0);
+
+  // Encoder config: bidirectional T5, non-causal ALiBi.
+  c.causal = false;
+  EXPECT_TRUE(std::dynamic_pointer_cast<T5BiasImpl>(make_attention_encodings(parse_encoding("t5"), c).bias.ptr())
+                  ->options()
+                  .bidirectional());
+  EXPECT_FALSE(std::dynamic_pointer_cast<AlibiBiasImpl>(make_attention_encodings(parse_encoding("alibi"), c).bias.ptr())
+                   ->options()
+                   .causal());
+}
+
+TEST(EncodingRegistry, EachCallBuildsFreshModules) {
+  // One T5 table per layer: two calls never share a parameter.
+  const EncodingPlan plan = parse_encoding("t5+shaw");
+  const EncodingConfig c;
+  const AttentionEncodings a = make_attention_encodings(plan, c), b = make_attention_encodings(plan, c);
+  EXPECT_NE(a.bias.ptr(), b.bias.ptr());
+  EXPECT_NE(a.relative.ptr(), b.relative.ptr());
+}
+
+TEST(EncodingRegistry, ParseErrors) {
+  expect_value_error([] { parse_encoding("foo"); },
+                     "[encoding] unknown encoding 'foo'; known: " + kKnown + " (combine with '+')");
+  expect_value_error([] { parse_encoding("learned+Rope"); },
+                     "[encoding] unknown encoding 'Rope'; known: " + kKnown + " (combine with '+')");
+  expect_value_error([] { parse_encoding("alibi+t5"); },
+                     "[encoding] 'alibi+t5' has two logit bias encodings (alibi, t5); use at most one per point");
+  expect_value_error([] { parse_encoding("learned+sinusoidal"); },
+                     "[encoding] 'learned+sinusoidal' has two input encodings (learned, sinusoidal); use at most one "
+                     "per point");
+  expect_value_error([] { parse_encoding("rope+shaw+rope-xpos"); },
+                     "[encoding] 'rope+shaw+rope-xpos' has two query/key encodings (rope, rope-xpos); use at most one "
+                     "per point");
+  expect_value_error([] { parse_encoding("xl+shaw"); },
+                     "[encoding] 'xl+shaw' has two relative vectors encodings (xl, shaw); use at most one per point");
+  expect_value_error([] { parse_encoding("none+rope"); }, "[encoding] 'none' cannot be combined, got 'none+rope'");
+  expect_value_error([] { parse_encoding("rope+none"); }, "[encoding] 'none' cannot be combined, got 'rope+none'");
+  expect_value_error([] { parse_encoding("rope+"); }, "[encoding] empty part in 'rope+'");
+  expect_value_error([] { parse_encoding("+rope"); }, "[encoding] empty part in '+rope'");
+  expect_value_error([] { parse_encoding("rope++t5"); }, "[encoding] empty part in 'rope++t5'");
+  expect_value_error([] { parse_encoding(""); }, "[encoding] empty part in ''");
+}
+
+TEST(EncodingRegistry, ValidateErrors) {
+  EncodingConfig c;
+  c.dim = 10;
+  c.num_heads = 4;
+  expect_value_error([&] { validate_encoding(parse_encoding("none"), c); },
+                     "[encoding] dim must be divisible by num_heads, got dim 10 and num_heads 4");
+  c.dim = 20;  // head_dim 5
+  expect_value_error([&] { validate_encoding(parse_encoding("learned+rope"), c); },
+                     "[encoding] rope needs an even head_dim, got 5");
+  expect_value_error([&] { make_attention_encodings(parse_encoding("rope-xpos"), c); },
+                     "[encoding] rope-xpos needs an even head_dim, got 5");
+  expect_value_error([&] { make_attention_encodings(parse_encoding("shaw-sinusoidal"), c); },
+                     "[encoding] shaw-sinusoidal needs an even head_dim, got 5");
+  EXPECT_NO_THROW(validate_encoding(parse_encoding("shaw+alibi+learned"), c));  // odd head_dim is fine there
+  c.dim = 21;
+  c.num_heads = 3;  // head_dim 7, odd dim
+  expect_value_error([&] { make_input_encoding(parse_encoding("sinusoidal"), c); },
+                     "[encoding] sinusoidal needs an even dim, got 21");
+  expect_value_error([&] { validate_encoding(parse_encoding("xl"), c); }, "[encoding] xl needs an even dim, got 21");
+  c.num_heads = 0;
+  expect_value_error([&] { validate_encoding(parse_encoding("none"), c); },
+                     "[encoding] num_heads must be >= 1, got 0");
+  // A plan not made by parse_encoding.
+  expect_value_error([&] { validate_encoding(EncodingPlan{"bar", {"bar"}}, EncodingConfig{}); },
+                     "[encoding] unknown encoding 'bar'; known: " + kKnown + " (combine with '+')");
+  // The modules' own checks reach through, in their words.
+  EncodingConfig bad;
+  bad.t5_num_buckets = 3;
+  expect_value_error([&] { make_attention_encodings(parse_encoding("t5"), bad); },
+                     "[T5Bias] num_buckets must be even when bidirectional (half per direction), got 3");
+}
+
+}  // namespace
+}  // namespace posenc::nn::test
