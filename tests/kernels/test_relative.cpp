@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "check.h"
+#include "strided_tensor.h"
 #include "posenc/kernels/relative.h"
 
 namespace posenc::kernels {
@@ -28,86 +29,7 @@ namespace {
 
 using test::expect_error;
 
-// ---------------------------------------------------------------------------
-// Tensors: a (B, H, rows, cols) view over storage that may have padding.
-// Entries outside the view hold kPad so that a kernel reading them (NaN
-// results) or writing them (changed pad) is caught.
-
-enum class Layout {
-  kContiguous,
-  kPadded,      // rows padded by 3, heads by 5, batches by 7 elements
-  kTokenMajor,  // stored (B, rows, H, cols + 1), viewed (B, H, rows, cols): a transposed projection
-};
-
-template <class T>
-struct Tensor {
-  std::vector<T> store;
-  BatchedMatrix<T> view;
-  std::vector<bool> inside;  // storage index is part of the view
-
-  T& at(int64_t b, int64_t h, int64_t r, int64_t c) { return view.row(b, h, r)[c]; }
-  T at(int64_t b, int64_t h, int64_t r, int64_t c) const { return view.row(b, h, r)[c]; }
-  BatchedMatrix<const T> in() const {
-    return {view.data, view.batch, view.heads, view.rows, view.cols, view.stride_b, view.stride_h, view.stride_r};
-  }
-};
-
-template <class T>
-constexpr T kPad = T(-777.25);
-
-template <class T>
-Tensor<T> make_tensor(int64_t nb, int64_t nh, int64_t rows, int64_t cols, Layout layout) {
-  int64_t sb = 0, sh = 0, sr = 0, size = 0;
-  switch (layout) {
-    case Layout::kContiguous:
-      sr = cols, sh = rows * cols, sb = nh * rows * cols, size = nb * sb;
-      break;
-    case Layout::kPadded:
-      sr = cols + 3, sh = rows * sr + 5, sb = nh * sh + 7, size = nb * sb;
-      break;
-    case Layout::kTokenMajor:
-      sh = cols + 1, sr = nh * sh, sb = rows * sr, size = nb * sb;
-      break;
-  }
-  Tensor<T> t;
-  t.store.assign(static_cast<size_t>(size), kPad<T>);
-  t.view = {t.store.data(), nb, nh, rows, cols, sb, sh, sr};
-  t.inside.assign(t.store.size(), false);
-  for (int64_t b = 0; b < nb; ++b)
-    for (int64_t h = 0; h < nh; ++h)
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) t.inside[static_cast<size_t>(&t.at(b, h, r, c) - t.store.data())] = true;
-  return t;
-}
-
-// Uniform values in [lo, hi) inside the view (an output gets NaN there instead).
-template <class T>
-void fill(Tensor<T>& t, std::mt19937_64& rng, double lo, double hi) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  for (size_t n = 0; n < t.store.size(); ++n) {
-    if (t.inside[n]) t.store[n] = static_cast<T>(u(rng));
-  }
-}
-template <class T>
-void poison(Tensor<T>& t) {
-  for (size_t n = 0; n < t.store.size(); ++n) {
-    if (t.inside[n]) t.store[n] = std::numeric_limits<T>::quiet_NaN();
-  }
-}
-template <class T>
-int64_t changed_padding(const Tensor<T>& t) {
-  int64_t n = 0;
-  for (size_t e = 0; e < t.store.size(); ++e) n += !t.inside[e] && std::memcmp(&t.store[e], &kPad<T>, sizeof(T)) != 0;
-  return n;
-}
-
-template <class T>
-std::vector<T> random_values(size_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<T> v(n);
-  for (auto& e : v) e = static_cast<T>(u(rng));
-  return v;
-}
+using namespace posenc::test;  // strided_tensor.h: Tensor, make_tensor, fill, ...
 
 // ---------------------------------------------------------------------------
 // Plain references in long double: the naive O(Tq Tk Dh) loops with the clip.

@@ -20,6 +20,7 @@
 #include "../kernels/check.h"
 #include "posenc/nn/checkpoint.h"
 #include "posenc/nn/trainer.h"
+#include "test_files.h"
 
 namespace posenc::nn::test {
 namespace {
@@ -31,22 +32,13 @@ using posenc::test::expect_error;
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("posenc_ckpt_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = fresh_test_dir("posenc_ckpt_");
     fs::create_directories(root_);
   }
   void TearDown() override { fs::remove_all(root_); }
   fs::path root_;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void overwrite(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);

@@ -23,6 +23,7 @@
 #include "../kernels/check.h"
 #include "posenc/nn/checkpoint.h"
 #include "posenc/nn/trainer.h"
+#include "test_files.h"
 
 namespace posenc::nn::test {
 namespace {
@@ -33,21 +34,12 @@ using posenc::test::expect_error;
 class TrainingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("posenc_train_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = fresh_test_dir("posenc_train_");
   }
   void TearDown() override { fs::remove_all(root_); }
   fs::path root_;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<nlohmann::json> lines_of(const fs::path& p) {
   std::vector<nlohmann::json> out;
