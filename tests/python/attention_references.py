@@ -19,27 +19,7 @@ import math
 
 import torch
 
-
-def hf_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    """Hugging Face T5Attention._relative_position_bucket, transcribed."""
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    relative_position_if_large = max_exact + (
-        torch.log(relative_position.float() / max_exact)
-        / math.log(max_distance / max_exact)
-        * (num_buckets - max_exact)
-    ).to(torch.long)
-    relative_position_if_large = torch.min(
-        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1))
-    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
-    return relative_buckets
+from bias_references import hf_relative_position_bucket  # noqa: F401  (HF T5 buckets, one transcription)
 
 
 def rope_half(x, positions, base=10000.0):
