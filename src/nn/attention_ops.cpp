@@ -29,17 +29,8 @@ namespace {
 constexpr const char* kOp = "attention";
 
 using detail::dtype_name;
+using detail::tuple_of;
 using detail::given;
-
-// "(1, 8, 16)": sizes as the kernels' messages spell them; "*" for -1.
-std::string tuple_of(at::IntArrayRef sizes) {
-  std::string s = "(";
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    s += i ? ", " : "";
-    s += sizes[i] < 0 ? "*" : std::to_string(sizes[i]);
-  }
-  return s + ")";
-}
 
 // "[8, 31]": a table's expected or actual shape.
 std::string list_of(at::IntArrayRef sizes) {

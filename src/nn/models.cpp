@@ -20,14 +20,6 @@ namespace {
 
 constexpr double kEmbedInitStd = 0.02;  // token embeddings ~ N(0, 0.02^2), as BERT / GPT-2
 
-std::string shape_string(const at::Tensor& t) {
-  std::ostringstream s;
-  s << '(';
-  for (int64_t d = 0; d < t.dim(); ++d) s << (d ? ", " : "") << t.size(d);
-  s << ')';
-  return s.str();
-}
-
 int64_t ffn_dim(const TransformerOptions& o) { return o.ffn_dim() == 0 ? 4 * o.dim() : o.ffn_dim(); }
 
 // Checks the sizes, then the encoding name against them; returns the options
@@ -73,7 +65,7 @@ void check_tokens(const char* op, const at::Tensor& tokens, int64_t vocab_size) 
   TORCH_CHECK_TYPE(tokens.scalar_type() == at::kLong, "[", op, "] tokens must be int64, got ",
                    detail::dtype_name(tokens.scalar_type()));
   TORCH_CHECK_VALUE(tokens.dim() == 2, "[", op, "] tokens must be 2-D (B, T), got ", tokens.dim(), "-D");
-  TORCH_CHECK_VALUE(tokens.numel() > 0, "[", op, "] tokens must not be empty, got ", shape_string(tokens));
+  TORCH_CHECK_VALUE(tokens.numel() > 0, "[", op, "] tokens must not be empty, got ", detail::tuple_of(tokens.sizes()));
   const int64_t lo = tokens.min().item<int64_t>(), hi = tokens.max().item<int64_t>();
   TORCH_CHECK_VALUE(lo >= 0 && hi < vocab_size, "[", op, "] tokens must be in [0, ", vocab_size, "), got ",
                     lo < 0 ? lo : hi);
@@ -84,7 +76,7 @@ void check_mask(const char* op, const at::Tensor& mask, const at::Tensor& tokens
   TORCH_CHECK_TYPE(mask.scalar_type() == at::kBool, "[", op, "] key_padding_mask must be bool (true = padding), got ",
                    detail::dtype_name(mask.scalar_type()));
   TORCH_CHECK_VALUE(mask.sizes() == tokens.sizes(), "[", op, "] key_padding_mask must be (B, T) = ",
-                    shape_string(tokens), ", got ", shape_string(mask));
+                    detail::tuple_of(tokens.sizes()), ", got ", detail::tuple_of(mask.sizes()));
 }
 
 // tokens (B, T) -> embeddings plus the input encoding at positions 0..T-1, (B, T, D)

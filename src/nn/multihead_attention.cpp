@@ -21,14 +21,6 @@ namespace {
 
 constexpr const char* kOp = "MultiheadAttention";
 
-std::string shape_string(const at::Tensor& t) {
-  std::ostringstream s;
-  s << '(';
-  for (int64_t d = 0; d < t.dim(); ++d) s << (d ? ", " : "") << t.size(d);
-  s << ')';
-  return s.str();
-}
-
 // (B, T, D) -> (B, H, T, Dh)
 at::Tensor split_heads(const at::Tensor& x, int64_t num_heads) {
   return x.view({x.size(0), x.size(1), num_heads, x.size(2) / num_heads}).transpose(1, 2);
@@ -43,7 +35,7 @@ at::Tensor merge_heads(const at::Tensor& x) {
 void check_sequence(const char* name, const at::Tensor& t, int64_t dim, at::ScalarType param_dtype) {
   TORCH_CHECK_VALUE(t.defined(), "[", kOp, "] ", name, " must be a tensor, got None");
   TORCH_CHECK_VALUE(t.dim() == 3 && t.size(2) == dim, "[", kOp, "] ", name, " must be (B, T, D) with D = ", dim,
-                    ", got ", shape_string(t));
+                    ", got ", detail::tuple_of(t.sizes()));
   TORCH_CHECK_TYPE(t.scalar_type() == param_dtype, "[", kOp, "] ", name, " must have the parameters' dtype (",
                    detail::dtype_name(param_dtype), "), got ", detail::dtype_name(t.scalar_type()));
 }
@@ -123,7 +115,7 @@ std::tuple<at::Tensor, at::Tensor> MultiheadAttentionImpl::attend(const at::Tens
     TORCH_CHECK_VALUE(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == batch &&
                           key_padding_mask.size(1) == k_len,
                       "[", kOp, "] key_padding_mask must be (B, Tk) = (", batch, ", ", k_len, "), got ",
-                      shape_string(key_padding_mask));
+                      detail::tuple_of(key_padding_mask.sizes()));
   }
 
   // q, k, v: (B, H, T, Dh) in the input's dtype

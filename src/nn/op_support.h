@@ -50,6 +50,16 @@ inline std::string dtype_name(at::ScalarType t) {
   }
 }
 
+// "(1, 8, 16)": sizes as the messages spell them; "*" for -1 (any extent).
+inline std::string tuple_of(at::IntArrayRef sizes) {
+  std::string s = "(";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    s += i ? ", " : "";
+    s += sizes[i] < 0 ? "*" : std::to_string(sizes[i]);
+  }
+  return s + ")";
+}
+
 inline bool is_float_dtype(at::ScalarType t) noexcept {
   return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;
 }

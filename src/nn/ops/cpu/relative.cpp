@@ -27,13 +27,7 @@ using detail::dtype_name;
 
 using kernels::BatchedMatrix;
 using kernels::RelativeTable;
-
-// "(1, 8, 16)": sizes as the kernels' messages spell them.
-std::string tuple_of(at::IntArrayRef sizes) {
-  std::string s = "(";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + ")";
-}
+using detail::tuple_of;
 
 // A floating (B, H, rows, cols) tensor on the CPU; `shape` spells its dimensions.
 void check_4d(const char* op, const char* name, const char* shape, const at::Tensor& t) {
