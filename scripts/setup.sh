@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build g++ make
   libtorch-dev python3-torch python3-numpy python3-pytest
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  libcairo2-dev fonts-dejavu-core chromium
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -1,0 +1,43 @@
+// The three properties of Wang et al. (ICLR 2021, "On position embeddings in
+// BERT") as scale-free statistics of a proximity matrix S [n, n] (any matrix
+// indexed by positions: dot/cosine proximity, an attention bias, an averaged
+// attention map). Offsets m = 1 .. W, W = window (default n - 1).
+//
+// monotonicity in [-1, 1]: for each row x and direction s = +1, -1, the
+//   sequence v_m = S[x, x + s m], m = 0 .. M with M = min(W, how far the row
+//   reaches) >= 1; rho = Spearman's rank correlation of (m, v_m) (ties take
+//   their mean rank; rho = 0 when v is constant). monotonicity = -mean rho over
+//   all such sequences: 1 when proximity falls strictly with the offset in
+//   every row and both directions, -1 when it rises.
+// translation_invariance in [0, 1]: over the band B = {(x, y): |y - x| <= W},
+//   the share of S's variance explained by the offset y - x (the correlation
+//   ratio eta^2): 1 - sum_B (S - mean of its diagonal)^2 / sum_B (S - mean_B)^2;
+//   1 for a Toeplitz matrix (constant diagonals), and 1 when S is constant on B.
+// symmetry in [-1, 1]: the pairs (a, b) = (S[x, x + m], S[x, x - m]) for every
+//   x and m = 1 .. W with both inside; Lin's concordance correlation
+//   2 cov(a, b) / (var a + var b + (mean a - mean b)^2) (population moments):
+//   1 exactly when a = b (S symmetric about the diagonal within the band),
+//   -1 when a = -b with zero means; 1 when the denominator is 0 (then a = b).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "posenc/analysis/matrix.h"
+
+namespace posenc::analysis {
+
+struct Indicators {
+  double monotonicity = 0;
+  double translation_invariance = 0;
+  double symmetry = 0;
+  int64_t window = 0;  // the W used
+};
+
+// S square, n >= 2, finite; window in [1, n - 1]. Throws
+//   "[indicators] window must be in [1, 7] for an 8 x 8 matrix, got 9"
+//   "[indicators] matrix must be at least 2 x 2, got 1 x 1"
+// and as validate_square("indicators", "matrix", ...).
+Indicators indicators(const Matrix& s, std::optional<int64_t> window = std::nullopt);
+
+}  // namespace posenc::analysis
