@@ -52,15 +52,16 @@ struct LineFigure {
 //   "[plot] rows must be >= 1, got 0"
 //   "[plot] series 0 has 5 x values and 4 y values"
 //   "[plot] width must be in [200, 8192], got 50"
-// and std::runtime_error when Cairo fails.
+// (docs/figures.md lists every check) and std::runtime_error when Cairo fails.
 std::vector<unsigned char> render_heatmap(const HeatmapFigure& figure);
 std::vector<unsigned char> render_lines(const LineFigure& figure);
 
 // Writes bytes to path atomically (temporary file, then rename).
 void write_png_file(const std::string& path, std::span<const unsigned char> png);
 
-// The sequential / diverging colour of t in [0, 1] (clamped), as 8-bit RGB;
-// exposed so tests can check pixels against the colour bar.
+// The sequential / diverging colour of t in [0, 1] (clamped; NaN gives the
+// neutral grey of non-finite cells), as 8-bit RGB; exposed so tests can check
+// pixels against the colour bar.
 struct Rgb {
   unsigned char r, g, b;
 };
