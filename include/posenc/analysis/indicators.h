@@ -9,15 +9,19 @@
 //   their mean rank; rho = 0 when v is constant). monotonicity = -mean rho over
 //   all such sequences: 1 when proximity falls strictly with the offset in
 //   every row and both directions, -1 when it rises.
-// translation_invariance in [0, 1]: over the band B = {(x, y): |y - x| <= W},
-//   the share of S's variance explained by the offset y - x (the correlation
-//   ratio eta^2): 1 - sum_B (S - mean of its diagonal)^2 / sum_B (S - mean_B)^2;
+// translation_invariance in [0, 1]: over the band B = {(x, y): 1 <= |y - x| <= W}
+//   (the diagonal is left out: |PE[x]|^2 is not about offsets, and its large
+//   values would make every dot-product matrix look invariant), the share of
+//   S's variance explained by the offset y - x (the correlation ratio eta^2):
+//   1 - sum_B (S - mean of its diagonal)^2 / sum_B (S - mean_B)^2;
 //   1 for a Toeplitz matrix (constant diagonals), and 1 when S is constant on B.
 // symmetry in [-1, 1]: the pairs (a, b) = (S[x, x + m], S[x, x - m]) for every
 //   x and m = 1 .. W with both inside; Lin's concordance correlation
 //   2 cov(a, b) / (var a + var b + (mean a - mean b)^2) (population moments):
-//   1 exactly when a = b (S symmetric about the diagonal within the band),
-//   -1 when a = -b with zero means; 1 when the denominator is 0 (then a = b).
+//   1 exactly when a = b (every row mirrors about its diagonal entry: x is as
+//   close to x + m as to x - m; not the same as S = S^T, which dot and cosine
+//   proximity always are), -1 when a = -b with zero means; 1 when the
+//   denominator is 0 (then a = b) and when no pair exists (n = 2).
 #pragma once
 
 #include <cstdint>

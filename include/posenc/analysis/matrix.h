@@ -21,7 +21,9 @@ struct Matrix {
   double& operator()(int64_t r, int64_t c) noexcept { return values[static_cast<size_t>(r * cols + c)]; }
 };
 
-// A copy of rows * cols values (float or double), row-major.
+// A copy of rows * cols values (float or double), row-major. Throws
+//   "[matrix] rows and cols must be >= 0, got -1 x 4"
+//   "[matrix] values must hold rows * cols = 12 values, got 11"
 Matrix matrix_from(std::span<const float> values, int64_t rows, int64_t cols);
 Matrix matrix_from(std::span<const double> values, int64_t rows, int64_t cols);
 

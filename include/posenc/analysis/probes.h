@@ -1,18 +1,31 @@
 // Probes of Wang & Chen (EMNLP 2020, "What do position embeddings learn?"):
 // what a table's rows tell a linear model about positions.
 //
-// absolute: ridge linear regression from PE[p] (plus a bias) to p, k-fold
-//   cross-validation over positions shuffled by `seed`; the score is the mean
-//   absolute error of the rounded prediction, |round(p_hat) - p|, over every
-//   held-out position. lambda = 1e-8 * trace(X^T X) / D keeps D >= n tables
-//   solvable (dual form). 0 for a table that encodes p linearly (index,
-//   sinusoidal with enough low frequencies); about n/3 for one that does not
-//   (a constant table predicts the training mean).
+// absolute: ridge linear regression from PE[p] (plus an unpenalized bias: X and
+//   p centred on the training rows) to p, k-fold cross-validation over
+//   positions shuffled by `seed` (mt19937_64 Fisher-Yates; the t-th shuffled
+//   position goes to fold t mod folds; docs/analysis.md has the exact rule);
+//   the score is the mean absolute error of the rounded prediction,
+//   |round(p_hat) - p|, over every held-out position.
+//   lambda = 1e-8 * trace(Xc^T Xc) / D (Xc: the centred training rows) keeps
+//   D >= n tables solvable (dual form). 0 for a table that encodes p linearly
+//   (index, sinusoidal with enough low frequencies); about n/4 for one that
+//   does not (a constant or one-hot table predicts the training mean, and
+//   mean |p - (n-1)/2| = n/4).
 // relative: logistic regression on [PE[i], PE[j]] (plus a bias) predicting
-//   whether i < j, on `pairs` ordered pairs i != j drawn by `seed` (both
-//   orders of each drawn pair), k-fold over pairs; L2 weight 1e-4, fitted by a
-//   fixed number of L-BFGS iterations from 0 (deterministic). The score is
-//   the held-out error rate in [0, 1]: 0.5 is chance.
+//   whether i < j, on `pairs` unordered pairs {i, j} drawn without replacement
+//   by `seed` (partial Fisher-Yates over the n (n - 1) / 2 pairs; the t-th
+//   drawn pair goes to fold t mod folds), each used in both orders, k-fold over
+//   pairs (so a held-out pair was never seen in either order). Columns are
+//   standardized by the training pairs' mean and deviation (a constant column
+//   becomes 0), so the probe does not depend on the table's scale. Loss: mean
+//   log loss + (1e-4 / 2) |w|^2 (bias not penalized), minimized from 0 by
+//   L-BFGS (memory 10, Armijo backtracking, at most 100 iterations, stopping
+//   early when a step lowers the loss by < 1e-10 relative): deterministic.
+//   "i < j" is predicted when the logit is > 0. The score is the held-out error
+//   rate in [0, 1]: 0.5 is chance (a constant table gives exactly 0.5).
+//   Positions are shared between folds, so a table whose rows are linearly
+//   independent (D >= n, even random) can learn a score per position.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +50,9 @@ struct ProbeResult {
 
 // table [n, d], n >= folds. Throws
 //   "[probe] folds must be in [2, 8] for a table of 8 positions, got 9"
+// and as validate_table("probe", "table", ...); the relative probe (and probe) also
 //   "[probe] pairs must be >= 1, got 0"
-// and as validate_table("probe", "table", ...).
+//   "[probe] pairs (capped at n (n - 1) / 2 = 1 for a table of 2 positions) must be at least folds = 2, got 1"
 double absolute_probe_mae(const Matrix& table, const ProbeOptions& options = {});
 double relative_probe_error(const Matrix& table, const ProbeOptions& options = {});
 ProbeResult probe(const Matrix& table, const ProbeOptions& options = {});

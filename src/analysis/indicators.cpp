@@ -1,0 +1,170 @@
+#include "posenc/analysis/indicators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "parallel.h"
+#include "posenc/error.h"
+
+namespace posenc::analysis {
+namespace {
+
+// "a" or "an" before n read aloud: an 8, an 11, an 18, an 80..89, an 800..899
+// (and the same leading groups of thousands: an 8000, an 11000).
+const char* article(int64_t n) {
+  int64_t lead = n;
+  while (lead >= 1000) lead /= 1000;
+  const bool vowel =
+      lead == 8 || lead == 11 || lead == 18 || (lead >= 80 && lead <= 89) || (lead >= 800 && lead <= 899);
+  return vowel ? "an" : "a";
+}
+
+// Spearman's rho of (m, v[m]), m = 0 .. L-1, L >= 2; ties in v take their mean
+// rank, 0 when v is constant. Ranks are multiples of 1/2, so every sum below
+// is exact and a strictly monotone v gives exactly -1 or 1.
+double spearman_with_index(const std::vector<double>& v, std::vector<int64_t>& order, std::vector<double>& rank) {
+  const auto length = static_cast<int64_t>(v.size());
+  order.resize(v.size());
+  rank.resize(v.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return v[a] < v[b]; });
+  for (int64_t start = 0; start < length;) {
+    int64_t end = start + 1;
+    while (end < length && v[order[end]] == v[order[start]]) ++end;
+    const double mean_rank = 0.5 * static_cast<double>(start + 1 + end);  // of ranks start+1 .. end
+    for (int64_t k = start; k < end; ++k) rank[order[k]] = mean_rank;
+    start = end;
+  }
+  const double centre = 0.5 * static_cast<double>(length + 1);
+  double cross = 0.0, spread_m = 0.0, spread_v = 0.0;
+  for (int64_t m = 0; m < length; ++m) {
+    const double dm = static_cast<double>(m + 1) - centre;
+    const double dv = rank[m] - centre;
+    cross += dm * dv;
+    spread_m += dm * dm;
+    spread_v += dv * dv;
+  }
+  if (spread_v == 0.0) return 0.0;
+  return cross / std::sqrt(spread_m * spread_v);
+}
+
+double monotonicity(const Matrix& s, int64_t window) {
+  const int64_t n = s.rows;
+  // rho per (row, direction); NaN marks a sequence that does not exist (M = 0).
+  std::vector<double> rho(static_cast<size_t>(2 * n), std::nan(""));
+  [[maybe_unused]] const bool threads = detail::worth_threads(8.0 * n * n);  // ~ sorting 2n rows of n
+#pragma omp parallel if (threads)
+  {
+    std::vector<double> v;
+    std::vector<int64_t> order;
+    std::vector<double> rank;
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t x = 0; x < n; ++x) {
+      for (int64_t dir = 0; dir < 2; ++dir) {
+        const int64_t sign = dir == 0 ? 1 : -1;
+        const int64_t reach = dir == 0 ? n - 1 - x : x;
+        const int64_t last = std::min(window, reach);
+        if (last < 1) continue;
+        v.resize(static_cast<size_t>(last + 1));
+        for (int64_t m = 0; m <= last; ++m) v[m] = s(x, x + sign * m);
+        rho[2 * x + dir] = spearman_with_index(v, order, rank);
+      }
+    }
+  }
+  double sum = 0.0;
+  int64_t count = 0;
+  for (double r : rho) {
+    if (std::isnan(r)) continue;
+    sum += r;
+    ++count;
+  }
+  return count == 0 ? 0.0 : -sum / static_cast<double>(count);
+}
+
+// Sums are shifted by a value of the group, so a constant group has exactly zero spread.
+double translation_invariance(const Matrix& s, int64_t window) {
+  const int64_t n = s.rows;
+  double total_shift = s(0, 1);
+  double shifted_sum = 0.0;
+  int64_t count = 0;
+  double within = 0.0;
+  for (int64_t d = -window; d <= window; ++d) {
+    if (d == 0) continue;
+    const int64_t x0 = std::max<int64_t>(0, -d);
+    const int64_t x1 = std::min(n, n - d);
+    const double shift = s(x0, x0 + d);
+    double diagonal_sum = 0.0;
+    for (int64_t x = x0; x < x1; ++x) {
+      diagonal_sum += s(x, x + d) - shift;
+      shifted_sum += s(x, x + d) - total_shift;
+    }
+    const double mean = shift + diagonal_sum / static_cast<double>(x1 - x0);
+    for (int64_t x = x0; x < x1; ++x) within += (s(x, x + d) - mean) * (s(x, x + d) - mean);
+    count += x1 - x0;
+  }
+  const double mean = total_shift + shifted_sum / static_cast<double>(count);
+  double total = 0.0;
+  for (int64_t d = -window; d <= window; ++d) {
+    if (d == 0) continue;
+    for (int64_t x = std::max<int64_t>(0, -d); x < std::min(n, n - d); ++x)
+      total += (s(x, x + d) - mean) * (s(x, x + d) - mean);
+  }
+  if (total == 0.0) return 1.0;
+  return std::clamp(1.0 - within / total, 0.0, 1.0);
+}
+
+// Lin's concordance of a = S[x, x + m] and b = S[x, x - m].
+double symmetry(const Matrix& s, int64_t window) {
+  const int64_t n = s.rows;
+  if (n < 3) return 1.0;  // no pair exists: nothing contradicts symmetry
+  const double a0 = s(1, 2), b0 = s(1, 0);
+  double sum_a = 0.0, sum_b = 0.0;
+  int64_t count = 0;
+  for (int64_t x = 1; x < n - 1; ++x) {
+    const int64_t last = std::min({window, x, n - 1 - x});
+    for (int64_t m = 1; m <= last; ++m) {
+      sum_a += s(x, x + m) - a0;
+      sum_b += s(x, x - m) - b0;
+      ++count;
+    }
+  }
+  const double mean_a = a0 + sum_a / static_cast<double>(count);
+  const double mean_b = b0 + sum_b / static_cast<double>(count);
+  double var_a = 0.0, var_b = 0.0, cov = 0.0;
+  for (int64_t x = 1; x < n - 1; ++x) {
+    const int64_t last = std::min({window, x, n - 1 - x});
+    for (int64_t m = 1; m <= last; ++m) {
+      const double da = s(x, x + m) - mean_a;
+      const double db = s(x, x - m) - mean_b;
+      var_a += da * da;
+      var_b += db * db;
+      cov += da * db;
+    }
+  }
+  const double c = static_cast<double>(count);
+  const double gap = mean_a - mean_b;
+  const double denominator = var_a / c + var_b / c + gap * gap;
+  if (denominator == 0.0) return 1.0;
+  return std::clamp(2.0 * (cov / c) / denominator, -1.0, 1.0);
+}
+
+}  // namespace
+
+Indicators indicators(const Matrix& s, std::optional<int64_t> window) {
+  validate_square("indicators", "matrix", s);
+  const int64_t n = s.rows;
+  require(n >= 2, "indicators", "matrix must be at least 2 x 2, got ", n, " x ", n);
+  const int64_t w = window.value_or(n - 1);
+  require(w >= 1 && w <= n - 1, "indicators", "window must be in [1, ", n - 1, "] for ", article(n), " ", n, " x ", n,
+          " matrix, got ", w);
+  Indicators result;
+  result.window = w;
+  result.monotonicity = monotonicity(s, w);
+  result.translation_invariance = translation_invariance(s, w);
+  result.symmetry = symmetry(s, w);
+  return result;
+}
+
+}  // namespace posenc::analysis

@@ -1,0 +1,263 @@
+#include "posenc/analysis/indicators.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "analysis_test_support.h"
+#include "posenc/analysis/proximity.h"
+
+namespace posenc::analysis {
+namespace {
+
+using test::expect_error;
+using Real = long double;
+
+// ---- independent references, written from the header's definitions --------
+
+// Spearman's rho by explicit ranks: rank = 1 + #smaller + (#equal - 1) / 2.
+Real spearman(const std::vector<Real>& v) {
+  const auto n = static_cast<int64_t>(v.size());
+  std::vector<Real> rank(v.size());
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t smaller = 0, equal = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      smaller += v[j] < v[i];
+      equal += v[j] == v[i];
+    }
+    rank[i] = 1 + smaller + (equal - 1) / Real(2);
+  }
+  Real mean_m = 0, mean_r = 0;
+  for (int64_t i = 0; i < n; ++i) mean_m += i, mean_r += rank[i];
+  mean_m /= n, mean_r /= n;
+  Real cov = 0, var_m = 0, var_r = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    cov += (i - mean_m) * (rank[i] - mean_r);
+    var_m += (i - mean_m) * (i - mean_m);
+    var_r += (rank[i] - mean_r) * (rank[i] - mean_r);
+  }
+  return var_r == 0 ? 0 : cov / std::sqrt(var_m * var_r);
+}
+
+Real reference_monotonicity(const Matrix& s, int64_t w) {
+  const int64_t n = s.rows;
+  Real sum = 0;
+  int64_t count = 0;
+  for (int64_t x = 0; x < n; ++x) {
+    for (int64_t sign : {1, -1}) {
+      std::vector<Real> v;
+      for (int64_t m = 0; m <= w && x + sign * m >= 0 && x + sign * m < n; ++m) v.push_back(s(x, x + sign * m));
+      if (v.size() < 2) continue;
+      sum += spearman(v);
+      ++count;
+    }
+  }
+  return -sum / count;
+}
+
+Real reference_translation_invariance(const Matrix& s, int64_t w) {
+  const int64_t n = s.rows;
+  Real grand = 0;
+  int64_t count = 0;
+  std::vector<Real> diagonal_mean(2 * n, 0);
+  for (int64_t d = -w; d <= w; ++d) {
+    if (d == 0) continue;
+    int64_t len = 0;
+    for (int64_t x = 0; x < n; ++x)
+      if (x + d >= 0 && x + d < n) diagonal_mean[d + n] += s(x, x + d), grand += s(x, x + d), ++len, ++count;
+    diagonal_mean[d + n] /= len;
+  }
+  grand /= count;
+  Real within = 0, total = 0;
+  for (int64_t x = 0; x < n; ++x)
+    for (int64_t y = 0; y < n; ++y) {
+      const int64_t d = y - x;
+      if (d == 0 || std::abs(d) > w) continue;
+      within += (s(x, y) - diagonal_mean[d + n]) * (s(x, y) - diagonal_mean[d + n]);
+      total += (s(x, y) - grand) * (s(x, y) - grand);
+    }
+  return total == 0 ? 1 : 1 - within / total;
+}
+
+// Lin's concordance of paired samples (population moments).
+Real concordance(const std::vector<Real>& a, const std::vector<Real>& b) {
+  const auto n = static_cast<Real>(a.size());
+  Real ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += a[i], mb += b[i];
+  ma /= n, mb /= n;
+  Real va = 0, vb = 0, c = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    va += (a[i] - ma) * (a[i] - ma);
+    vb += (b[i] - mb) * (b[i] - mb);
+    c += (a[i] - ma) * (b[i] - mb);
+  }
+  va /= n, vb /= n, c /= n;
+  const Real denom = va + vb + (ma - mb) * (ma - mb);
+  return denom == 0 ? 1 : 2 * c / denom;
+}
+
+Real reference_symmetry(const Matrix& s, int64_t w) {
+  std::vector<Real> a, b;
+  for (int64_t x = 0; x < s.rows; ++x)
+    for (int64_t m = 1; m <= w; ++m)
+      if (x - m >= 0 && x + m < s.rows) a.push_back(s(x, x + m)), b.push_back(s(x, x - m));
+  return a.empty() ? 1 : concordance(a, b);  // no pair (n = 2): 1 by the header's rule
+}
+
+void expect_matches_reference(const Matrix& s, int64_t w, const char* what) {
+  const Indicators got = indicators(s, w);
+  EXPECT_EQ(got.window, w);
+  // The fast path sums in float64 what the reference sums in long double: ~1e-15 relative per term.
+  EXPECT_NEAR(got.monotonicity, static_cast<double>(reference_monotonicity(s, w)), 1e-12) << what << " W=" << w;
+  EXPECT_NEAR(got.translation_invariance, static_cast<double>(reference_translation_invariance(s, w)), 1e-12)
+      << what << " W=" << w;
+  EXPECT_NEAR(got.symmetry, static_cast<double>(reference_symmetry(s, w)), 1e-12) << what << " W=" << w;
+}
+
+// ---- constructed matrices with known values --------------------------------
+
+TEST(Indicators, SymmetricToeplitzDecreasingIsOneOneOne) {
+  // t(|m|) = 1 / (1 + |m|): falls strictly, constant diagonals, t(m) = t(-m).
+  const Matrix s = test::toeplitz(40, [](int64_t m) { return 1.0 / (1.0 + std::abs(static_cast<double>(m))); });
+  const Indicators got = indicators(s);
+  EXPECT_EQ(got.window, 39);
+  EXPECT_EQ(got.monotonicity, 1.0);            // every rho is exactly -1 (ranks are exact)
+  EXPECT_EQ(got.translation_invariance, 1.0);  // every diagonal is constant: within = 0
+  EXPECT_EQ(got.symmetry, 1.0);                // a == b bitwise
+}
+
+TEST(Indicators, NonSymmetricToeplitzHasTheConcordanceOfItsTwoSides) {
+  // Forward t(m) = exp(-0.3 m), backward t(-m) = 0.6 exp(-0.1 m) + 0.1: both fall, but differ.
+  auto t = [](int64_t m) {
+    return m >= 0 ? std::exp(-0.3 * static_cast<double>(m)) : 0.6 * std::exp(0.1 * static_cast<double>(m)) + 0.1;
+  };
+  const int64_t n = 30;
+  const Matrix s = test::toeplitz(n, t);
+  for (int64_t w : {int64_t{1}, int64_t{6}, n - 1}) {
+    // By hand: the pair (t(m), t(-m)) occurs once per x with m <= x <= n-1-m, i.e. n - 2m times.
+    std::vector<Real> a, b;
+    for (int64_t m = 1; m <= w && 2 * m <= n - 1; ++m)
+      for (int64_t copy = 0; copy < n - 2 * m; ++copy) a.push_back(t(m)), b.push_back(t(-m));
+    const Indicators got = indicators(s, w);
+    EXPECT_NEAR(got.symmetry, static_cast<double>(concordance(a, b)), 1e-13) << w;  // float64 sums of <= 900 terms
+    EXPECT_LT(got.symmetry, 0.99);
+    EXPECT_NEAR(got.translation_invariance, 1.0, 1e-15) << w;  // Toeplitz: within-diagonal spread is exactly 0
+    EXPECT_EQ(got.monotonicity, 1.0) << w;                     // both sides fall strictly
+  }
+}
+
+TEST(Indicators, AntisymmetricRowsGiveMinusOne) {
+  // S[x, y] = (y - x)(x - c), c = (n - 1) / 2: b = -a, and the pairs' x are symmetric about c so mean a = 0.
+  const int64_t n = 21;
+  Matrix s(n, n);
+  const double c = (n - 1) / 2.0;
+  for (int64_t x = 0; x < n; ++x)
+    for (int64_t y = 0; y < n; ++y) s(x, y) = static_cast<double>(y - x) * (static_cast<double>(x) - c);
+  EXPECT_NEAR(indicators(s).symmetry, -1.0, 1e-12);  // the means are 0 up to float64 round-off
+  expect_matches_reference(s, n - 1, "antisymmetric");
+  // An antisymmetric Toeplitz matrix whose forward side sums to 0: t(-m) = -t(m).
+  const Matrix toe = test::toeplitz(n, [](int64_t m) { return static_cast<double>(m) * std::cos(0.7 * m); });
+  expect_matches_reference(toe, n - 1, "antisymmetric toeplitz");
+}
+
+TEST(Indicators, RandomMatricesMatchTheBruteForceReference) {
+  std::mt19937_64 rng(17);
+  for (int64_t n : {2, 3, 9, 24}) {
+    Matrix s(n, n);
+    // Values on a coarse grid so that ties occur in the rank statistics.
+    std::uniform_int_distribution<int> level(-4, 4);
+    for (double& v : s.values) v = 0.25 * level(rng);
+    for (int64_t w : {int64_t{1}, (n + 1) / 2, n - 1})
+      if (w >= 1 && w <= n - 1) expect_matches_reference(s, w, "grid");
+    const Matrix g = test::random_table(n, n, 100 + n);
+    for (int64_t w : {int64_t{1}, (n + 1) / 2, n - 1})
+      if (w >= 1 && w <= n - 1) expect_matches_reference(g, w, "gaussian");
+  }
+}
+
+TEST(Indicators, WindowLimitsTheOffsets) {
+  // t(|m|) falls for |m| <= 3, then rises: monotone inside W = 3, not over the whole row.
+  const Matrix s = test::toeplitz(16, [](int64_t m) {
+    const double a = std::abs(static_cast<double>(m));
+    return a <= 3 ? 10.0 - a : 4.0 + a;
+  });
+  EXPECT_EQ(indicators(s, 3).monotonicity, 1.0);
+  const Indicators full = indicators(s);
+  EXPECT_LT(full.monotonicity, 0.5);
+  expect_matches_reference(s, 15, "v-shape");
+  expect_matches_reference(s, 5, "v-shape");
+  // A matrix that is Toeplitz only near its diagonal: TI is 1 inside the band, less over all of it.
+  Matrix near = test::random_table(12, 12, 4);
+  for (int64_t x = 0; x < 12; ++x)
+    for (int64_t y = 0; y < 12; ++y)
+      if (std::abs(x - y) <= 2) near(x, y) = static_cast<double>(std::abs(x - y));
+  EXPECT_EQ(indicators(near, 2).translation_invariance, 1.0);
+  EXPECT_LT(indicators(near).translation_invariance, 0.9);
+  expect_matches_reference(near, 11, "band");
+}
+
+TEST(Indicators, ConstantMatrixIsInvariantAndSymmetric) {
+  Matrix s(6, 6);
+  for (double& v : s.values) v = 0.1;  // mean of 0.1s is not 0.1 in float64 unless shifted
+  const Indicators got = indicators(s);
+  EXPECT_EQ(got.monotonicity, 0.0);  // constant rows: rho = 0
+  EXPECT_EQ(got.translation_invariance, 1.0);
+  EXPECT_EQ(got.symmetry, 1.0);
+}
+
+// ---- encodings ---------------------------------------------------------------
+
+TEST(Indicators, SinusoidIsTranslationInvariantAndSymmetric) {
+  // S[i, j] = sum_k cos((i - j) w_k): a function of i - j, even in it.
+  const Matrix table = test::sinusoidal_table(256, 128);
+  for (ProximityKind kind : {ProximityKind::kDot, ProximityKind::kCosine}) {
+    const Indicators got = indicators(proximity(table, kind));
+    // Entries of one diagonal differ only by float64 round-off (~1e-14 of values ~64).
+    EXPECT_NEAR(got.translation_invariance, 1.0, 1e-12) << proximity_kind_name(kind);
+    EXPECT_NEAR(got.symmetry, 1.0, 1e-12) << proximity_kind_name(kind);
+    EXPECT_GT(got.monotonicity, 0.2) << proximity_kind_name(kind);  // decays, with ripples
+  }
+}
+
+TEST(Indicators, RandomTableIsNotTranslationInvariant) {
+  // Learned-like N(0, 0.02) rows: off-diagonal dots are independent noise, so the
+  // offset explains only chance variance, ~ (2n - 2) / (n (n - 1)) ~ 0.008 here.
+  const Matrix table = test::random_table(256, 128, 99, 0.02);
+  const Indicators got = indicators(proximity(table, ProximityKind::kDot));
+  EXPECT_LT(got.translation_invariance, 0.05);
+  EXPECT_LT(std::abs(got.symmetry), 0.1);
+  EXPECT_LT(std::abs(got.monotonicity), 0.1);
+}
+
+TEST(Indicators, SameResultForAnyNumberOfThreads) {
+  const Matrix s = test::random_table(200, 200, 12);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Indicators one = indicators(s, 50);
+  omp_set_num_threads(3);
+  const Indicators three = indicators(s, 50);
+  omp_set_num_threads(saved);
+  EXPECT_EQ(one.monotonicity, three.monotonicity);
+  EXPECT_EQ(one.translation_invariance, three.translation_invariance);
+  EXPECT_EQ(one.symmetry, three.symmetry);
+}
+
+TEST(Indicators, Errors) {
+  expect_error([] { indicators(Matrix(8, 8), 9); }, "[indicators] window must be in [1, 7] for an 8 x 8 matrix, got 9");
+  expect_error([] { indicators(Matrix(8, 8), 0); }, "[indicators] window must be in [1, 7] for an 8 x 8 matrix, got 0");
+  expect_error([] { indicators(Matrix(16, 16), -1); },
+               "[indicators] window must be in [1, 15] for a 16 x 16 matrix, got -1");
+  expect_error([] { indicators(Matrix(11, 11), 11); },
+               "[indicators] window must be in [1, 10] for an 11 x 11 matrix, got 11");
+  expect_error([] { indicators(Matrix(1, 1)); }, "[indicators] matrix must be at least 2 x 2, got 1 x 1");
+  expect_error([] { indicators(Matrix(3, 4)); }, "[indicators] matrix must be square, got 3 x 4");
+  Matrix bad(3, 3);
+  bad(1, 2) = std::nan("");
+  expect_error([&] { indicators(bad); }, "[indicators] matrix has a non-finite value at (1, 2): nan");
+}
+
+}  // namespace
+}  // namespace posenc::analysis
