@@ -25,6 +25,14 @@ in posenc.rope, relative position vectors (Shaw et al., sinusoidal, 2D) in
 posenc.relative, attention biases (ALiBi, T5) in posenc.attention_bias, and
 attention with any of them applied inside (fused or differentiable) in
 posenc.attention; all are re-exported here.
+
+Analysis (posenc.analysis, posenc.tensor_files, from the second op library
+libposenc_analysis_torch.so found beside the first): proximity matrices,
+the indicators of Wang et al. (monotonicity, translation invariance,
+symmetry), the monotone range, the translation residual, the probes of Wang &
+Chen and identical-word probing of trained runs, all in float64 and not
+differentiable; and tensors read from and written to .npy / .safetensors files
+(a position table taken straight from a checkpoint).
 """
 
 import math
@@ -60,6 +68,15 @@ from .attention_bias import (  # noqa: E402
     t5_bucket,
 )
 from .attention import attention  # noqa: E402
+from .analysis import (  # noqa: E402
+    identical_word_attention,
+    indicators,
+    monotone_range,
+    probe,
+    proximity,
+    translation_residual,
+)
+from .tensor_files import load_tensor, load_tensors, save_tensor  # noqa: E402
 
 __all__ = [
     "absolute",
@@ -72,14 +89,22 @@ __all__ = [
     "apply_rope_axial",
     "apply_xpos",
     "attention",
+    "identical_word_attention",
+    "indicators",
     "learnable_sinusoidal",
     "learned",
+    "load_tensor",
+    "load_tensors",
+    "monotone_range",
+    "probe",
+    "proximity",
     "relative_logits",
     "relative_logits_2d",
     "relative_values",
     "rerotate",
     "rope_cos_sin",
     "rope_inv_freq",
+    "save_tensor",
     "sinusoidal",
     "sinusoidal_2d",
     "sinusoidal_3d",
@@ -89,6 +114,7 @@ __all__ = [
     "t5_bias_2d",
     "t5_bucket",
     "translation_matrix",
+    "translation_residual",
 ]
 
 

@@ -1,4 +1,5 @@
-"""Finds and loads the posenc op library (libposenc_nn.so) into torch.ops."""
+"""Finds and loads the posenc op libraries into torch.ops: libposenc_nn.so
+(the encodings), and libposenc_analysis_torch.so beside it (analysis and files)."""
 
 import os
 from pathlib import Path
@@ -6,7 +7,11 @@ from pathlib import Path
 import torch
 
 LIBRARY_NAME = "libposenc_nn.so"
+ANALYSIS_LIBRARY_NAME = "libposenc_analysis_torch.so"
 ENV_VARIABLE = "POSENC_LIBRARY"
+
+_loaded = None  # the path of the op library once loaded
+_analysis_loaded = False
 
 
 def candidate_paths():
@@ -18,18 +23,48 @@ def candidate_paths():
     return [repo / "build" / "lib" / LIBRARY_NAME]
 
 
+def _load_library(path):
+    try:
+        torch.ops.load_library(str(path))
+    except OSError as error:
+        raise ImportError(f"posenc: could not load the op library {path}: {error}") from error
+
+
 def load():
     """Loads the library once and returns the ``torch.ops.posenc`` namespace."""
+    global _loaded
+    if _loaded is not None:
+        return torch.ops.posenc
     tried = candidate_paths()
     for path in tried:
         if path.is_file():
-            try:
-                torch.ops.load_library(str(path))
-            except OSError as error:
-                raise ImportError(f"posenc: could not load the op library {path}: {error}") from error
+            _load_library(path)
+            _loaded = path
             return torch.ops.posenc
     raise ImportError(
         f"posenc: the op library {LIBRARY_NAME} was not found; tried "
         + ", ".join(str(p) for p in tried)
         + f". Build it (cmake --build build --target posenc_nn) or set {ENV_VARIABLE} to its path."
     )
+
+
+def analysis_library_path():
+    """libposenc_analysis_torch.so in the directory of the loaded libposenc_nn.so."""
+    load()
+    return _loaded.with_name(ANALYSIS_LIBRARY_NAME)
+
+
+def load_analysis():
+    """Loads libposenc_nn.so, then the analysis op library beside it; returns ``torch.ops.posenc``."""
+    global _analysis_loaded
+    if _analysis_loaded:
+        return torch.ops.posenc
+    path = analysis_library_path()
+    if not path.is_file():
+        raise ImportError(
+            f"posenc: the analysis op library {ANALYSIS_LIBRARY_NAME} was not found at {path} (it is looked for "
+            f"beside {LIBRARY_NAME}). Build it (cmake --build build --target posenc_analysis_torch)."
+        )
+    _load_library(path)
+    _analysis_loaded = True
+    return torch.ops.posenc

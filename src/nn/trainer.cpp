@@ -407,6 +407,11 @@ TaskModel::TaskModel(const Task& task, const TrainConfig& resolved) : task_(task
   }
 }
 
+at::Tensor TaskModel::first_layer_attention(const at::Tensor& tokens) {
+  if (encoder_) return encoder_->first_layer_attention(tokens);
+  return decoder_->first_layer_attention(tokens);
+}
+
 torch::nn::Module& TaskModel::module() {
   if (encoder_) return *encoder_;
   return *decoder_;
@@ -590,42 +595,55 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
 
 // ------------------------------------------------------------ evaluation
 
-EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, int64_t batches) {
+TaskModel load_task_model(const fs::path& given, LoadedRun* run) {
   const fs::path dir = given.has_filename() ? given : given.parent_path();  // "run/" names "run"
-  require(batches >= 1, "eval", "batches must be >= 1, got ", batches);
-  for (const int64_t length : lengths) require(length >= 1, "eval", "lengths must be >= 1, got ", length);
   std::error_code ec;
   // DIR is a run directory, or one of its checkpoint directories (named step-*, or with a MANIFEST).
   const bool is_checkpoint = fs::exists(dir / "MANIFEST", ec) ||
                              (dir.filename().string().starts_with("step-") && !fs::exists(dir / "config.json", ec));
   const fs::path run_dir = is_checkpoint ? dir.parent_path().parent_path() : dir;
-  EvalReport report;
+  LoadedRun loaded;
   Checkpoint checkpoint;
   if (is_checkpoint) checkpoint = load_checkpoint(dir);  // its own errors first: not a checkpoint, corrupted
   const fs::path config_path = run_dir / "config.json";
   if (!fs::is_regular_file(config_path, ec)) {
     fail_runtime("checkpoint", (is_checkpoint ? run_dir : dir).string(), " is not a posenc run (no config.json)");
   }
-  report.config = resolve_train_config(train_config_from_json(read_file(config_path), config_path.string()));
-  const TrainConfig& config = report.config;
+  loaded.config = resolve_train_config(train_config_from_json(read_file(config_path), config_path.string()));
+  const TrainConfig& config = loaded.config;
   if (!is_checkpoint) {
     std::optional<LatestCheckpoint> latest = find_latest_checkpoint(run_dir / "checkpoints", "evaluating");
     if (!latest) fail_runtime("checkpoint", dir.string(), " has no checkpoint (no checkpoints/step-*)");
     checkpoint = std::move(latest->checkpoint);
-    report.warnings = std::move(latest->warnings);
+    loaded.warnings = std::move(latest->warnings);
   }
   try {
     check_same_run(parse_state(checkpoint), config, checkpoint.dir, nullptr);
   } catch (const json::exception&) {
     fail_runtime("checkpoint", checkpoint.dir.string(), "/state.json is missing a field or has a wrong type");
   }
-  report.checkpoint = checkpoint.dir;
-  report.step = checkpoint.step;
+  loaded.checkpoint = checkpoint.dir;
+  loaded.step = checkpoint.step;
 
-  const Task task = Task::parse(config.task, config.task_options);
-  TaskModel model(task, config);
+  TaskModel model(Task::parse(config.task, config.task_options), config);
   from_archive(checkpoint.file("model.pt"), [&](torch::serialize::InputArchive& a) { model.module().load(a); });
   model.module().eval();
+  if (run != nullptr) *run = std::move(loaded);
+  return model;
+}
+
+EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, int64_t batches) {
+  require(batches >= 1, "eval", "batches must be >= 1, got ", batches);
+  for (const int64_t length : lengths) require(length >= 1, "eval", "lengths must be >= 1, got ", length);
+  EvalReport report;
+  LoadedRun loaded;
+  TaskModel model = load_task_model(given, &loaded);
+  report.config = std::move(loaded.config);
+  report.checkpoint = std::move(loaded.checkpoint);
+  report.step = loaded.step;
+  report.warnings = std::move(loaded.warnings);
+  const TrainConfig& config = report.config;
+  const Task& task = model.task();
   torch::NoGradGuard no_grad;
   const std::vector<int64_t> wanted =
       lengths.empty() ? std::vector<int64_t>{config.seq_len, 2 * config.seq_len, 4 * config.seq_len} : lengths;

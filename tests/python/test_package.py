@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 import posenc
+from test_analysis import SIGNATURES as ANALYSIS_SIGNATURES
 from test_rope import SIGNATURES as ROPE_SIGNATURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,8 +51,9 @@ SIGNATURES = {
 
 
 def test_public_names_and_signatures():
-    # The RoPE names are checked in test_rope.py; together the two lists are all of __all__.
-    assert sorted(posenc.__all__) == sorted({**SIGNATURES, **ROPE_SIGNATURES})
+    # The RoPE and analysis names are checked in test_rope.py and test_analysis.py; together the
+    # three lists are all of __all__.
+    assert sorted(posenc.__all__) == sorted({**SIGNATURES, **ROPE_SIGNATURES, **ANALYSIS_SIGNATURES})
     for name, signature in SIGNATURES.items():
         function = getattr(posenc, name)
         assert str(inspect.signature(function)) == signature, name

@@ -17,7 +17,7 @@ namespace posenc::analysis {
 
 struct IdenticalWordOptions {
   int64_t length = 0;  // sequence length T; 0: the run's seq_len
-  int64_t words = 64;  // distinct word ids, spread evenly over the task's ordinary tokens
+  int64_t words = 64;  // distinct word ids, spread evenly over the task's ordinary tokens (all of them when fewer)
 };
 
 struct TrainedModel {
@@ -31,11 +31,12 @@ struct TrainedModel {
 struct IdenticalWordResult {
   TrainedModel model;
   Matrix attention;  // [T, T]: mean over words and heads of the first layer's weights; rows sum to 1
+  int64_t words = 0; // word ids used: min(options.words, the task's ordinary tokens)
 };
 
 // Loads RUN_DIR's config.json and newest valid checkpoint (as `posenc eval`)
 // and probes it. Throws the checkpoint errors of posenc::nn and
-//   "[identical word] words must be in [1, 200] for this task's 200 ordinary tokens, got 0"
+//   "[identical word] words must be >= 1, got 0"
 //   "[identical word] length must be >= 1, got -1"
 IdenticalWordResult identical_word_attention(const std::filesystem::path& run_dir,
                                              const IdenticalWordOptions& options = {});

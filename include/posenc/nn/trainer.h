@@ -84,6 +84,8 @@ class TaskModel {
  public:
   TaskModel(const Task& task, const TrainConfig& resolved);
   TaskScore score(const Batch& batch);
+  // The first layer's attention weights (B, H, T, T) for tokens (B, T) (analysis probes).
+  at::Tensor first_layer_attention(const at::Tensor& tokens);
   torch::nn::Module& module();
   const Task& task() const noexcept { return task_; }
 
@@ -147,6 +149,20 @@ struct EvalReport {
   std::vector<std::string> warnings;
   std::vector<EvalLength> lengths;
 };
+
+// What load_task_model loaded.
+struct LoadedRun {
+  TrainConfig config;                 // resolved
+  std::filesystem::path checkpoint;   // the checkpoint directory used
+  int64_t step = 0;
+  std::vector<std::string> warnings;  // newer checkpoints skipped as corrupted or incomplete
+};
+
+// Loads DIR/config.json and the newest valid checkpoint of DIR (or DIR itself
+// when it is a checkpoint directory) into the task's model, in eval() mode, as
+// evaluate() does; `run` (optional) receives what was loaded. Throws the
+// errors listed for evaluate() below.
+TaskModel load_task_model(const std::filesystem::path& dir, LoadedRun* run = nullptr);
 
 // Loads DIR/config.json and the newest valid checkpoint of DIR (or DIR itself
 // when it is a checkpoint directory), and evaluates `batches` fresh batches of
