@@ -19,8 +19,16 @@ configure: setup
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: three small models trained when absent (--resume also finishes
+# an interrupted run and does nothing for a finished one), then the report of
+# every family and of those models: out/report.html, out/report.json, out/figures/.
+DEMO_RUNS := rope learned alibi
 demo: build
-	$(BUILD)/bin/posenc demo --out out
+	for e in $(DEMO_RUNS); do \
+	  $(BUILD)/bin/posenc train --task order --encoding $$e --steps 150 --batch 16 --warmup 30 \
+	    --out out/runs/$$e --resume || exit 1; \
+	done
+	$(BUILD)/bin/posenc report --out out $(addprefix --model out/runs/,$(DEMO_RUNS))
 
 test: build
 	$(MAKE) --no-print-directory test-cpp test-python
@@ -38,3 +46,30 @@ bench: build
 
 clean:
 	rm -rf $(BUILD) out
+
+.PHONY: fuzz asan
+
+# libFuzzer on the strict .safetensors and .npy readers: a clang build with
+# ASan+UBSan in build-fuzz, each fuzzer run FUZZ_SECONDS (default 60) on a
+# copy of tests/fuzz/corpus; crash inputs land in build-fuzz/artifacts.
+fuzz:
+	CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOSENC_BUILD_NN=OFF \
+	  -DPOSENC_BUILD_TESTS=ON -DPOSENC_BUILD_BENCH=OFF -DPOSENC_FUZZ=ON \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_safetensors fuzz_npy
+	for t in safetensors npy; do \
+	  rm -rf build-fuzz/corpus/$$t && mkdir -p build-fuzz/corpus/$$t build-fuzz/artifacts && \
+	  cp tests/fuzz/corpus/$$t/* build-fuzz/corpus/$$t/ && \
+	  build-fuzz/bin/fuzz_$$t -max_total_time=$(or $(FUZZ_SECONDS),60) -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/artifacts/$$t- build-fuzz/corpus/$$t || exit 1; \
+	done
+
+# Every torch-free C++ test (kernels, io, analysis, plot, fuzz replays, CLI,
+# consumer) under AddressSanitizer + UndefinedBehaviorSanitizer (gcc, build-asan).
+asan:
+	CXX=g++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOSENC_BUILD_NN=OFF \
+	  -DPOSENC_BUILD_BENCH=OFF \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	cmake --build build-asan -j $(JOBS)
+	CXXFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)

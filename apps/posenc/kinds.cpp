@@ -22,14 +22,31 @@ std::vector<TableKind> table_kinds() {
   return kinds;
 }
 
-TableKind parse_table_kind(std::string_view name) {
+namespace {
+
+std::string kind_names() {
   std::string known;
   for (const TableKind& kind : table_kinds()) {
-    if (kind.name == name) return kind;
     known += known.empty() ? "" : ", ";
     known += kind.name;
   }
-  fail_argument("table", "KIND must be one of ", known, ", got '", name, "'");
+  return known;
+}
+
+}  // namespace
+
+TableKind parse_table_kind(std::string_view name) {
+  for (const TableKind& kind : table_kinds()) {
+    if (kind.name == name) return kind;
+  }
+  fail_argument("table", "KIND must be one of ", kind_names(), ", got '", name, "'");
+}
+
+TableKind parse_source_kind(std::string_view name, std::string_view op) {
+  for (const TableKind& kind : table_kinds()) {
+    if (kind.name == name) return kind;
+  }
+  fail_argument(op, "SOURCE must be a .npy or .safetensors file or one of ", kind_names(), ", got '", name, "'");
 }
 
 }  // namespace posenc::cli

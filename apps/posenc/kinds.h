@@ -24,5 +24,8 @@ std::vector<TableKind> table_kinds();
 
 // Throws "[table] KIND must be one of sinusoidal, ..., sinusoidal-3d, rope, got 'x'".
 TableKind parse_table_kind(std::string_view name);
+// The SOURCE of analyze / plot / probe when it is not a file; throws
+// "[op] SOURCE must be a .npy or .safetensors file or one of sinusoidal, ..., rope, got 'x'".
+TableKind parse_source_kind(std::string_view name, std::string_view op);
 
 }  // namespace posenc::cli

@@ -1,6 +1,8 @@
 // posenc command line: parses arguments, calls the library, prints, and turns
 // exceptions into one line on stderr and an exit code:
 //   0 success (and --help), 2 bad arguments, 1 runtime failure.
+// analyze, plot and probe take a SOURCE (a kind or a .npy / .safetensors
+// file); report writes the HTML report (posenc::report).
 // train, eval and encodings exist when posenc is built with the torch layer
 // (POSENC_BUILD_NN, which defines POSENC_WITH_NN here).
 #include <CLI/CLI.hpp>
@@ -9,7 +11,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "analyze_command.h"
 #include "demo_command.h"
+#include "plot_command.h"
+#include "probe_command.h"
+#include "report_command.h"
 #include "table_command.h"
 #ifdef POSENC_WITH_NN
 #include <c10/util/Exception.h>
@@ -38,6 +44,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const posenc::cli::TableCommand table(app);
   const posenc::cli::DemoCommand demo(app);
+  const posenc::cli::AnalyzeCommand analyze(app);
+  const posenc::cli::PlotCommand plot(app);
+  const posenc::cli::ProbeCommand probe(app);
+  const posenc::cli::ReportCommand report_command(app);
 #ifdef POSENC_WITH_NN
   const posenc::cli::TrainCommand train(app);
   const posenc::cli::EvalCommand evaluate(app);
@@ -47,6 +57,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (table.selected()) table.run();
     if (demo.selected()) demo.run();
+    if (analyze.selected()) analyze.run();
+    if (plot.selected()) plot.run();
+    if (probe.selected()) probe.run();
+    if (report_command.selected()) report_command.run();
 #ifdef POSENC_WITH_NN
     if (train.selected()) return train.run();
     if (evaluate.selected()) return evaluate.run();

@@ -53,12 +53,12 @@ void RopeTableOptions::add_to(CLI::App& table) {
                      ->group(group);
 }
 
-void RopeTableOptions::refuse_for(std::string_view kind) const {
+void RopeTableOptions::refuse_for(std::string_view op, std::string_view what) const {
   for (const CLI::Option* o :
        {type_opt_, factor_opt_, original_max_opt_, max_positions_opt_, beta_fast_opt_, beta_slow_opt_, mscale_opt_,
         mscale_all_dim_opt_, no_truncate_opt_, attention_factor_opt_, short_factor_opt_, long_factor_opt_,
         low_freq_factor_opt_, high_freq_factor_opt_, seq_len_opt_}) {
-    if (o->count() > 0) fail_argument("table", o->get_name(), " does not apply to kind '", kind, "'");
+    if (o->count() > 0) fail_argument(op, o->get_name(), " does not apply to ", what);
   }
 }
 

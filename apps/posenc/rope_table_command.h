@@ -17,18 +17,18 @@
 
 namespace posenc::cli {
 
-// The rope-only options of `posenc table`, registered on that subcommand.
+// The rope-only options of `posenc table` (and analyze / plot / probe), registered on that subcommand.
 class RopeTableOptions {
  public:
   RopeTableOptions() = default;
   RopeTableOptions(const RopeTableOptions&) = delete;  // CLI11 holds pointers into the members
   RopeTableOptions& operator=(const RopeTableOptions&) = delete;
 
-  // Registers --scaling, --factor, ... --seq-len on the `table` subcommand (once).
+  // Registers --scaling, --factor, ... --seq-len on a subcommand (once).
   void add_to(CLI::App& table);
 
-  // "[table] --factor does not apply to kind 'k'" for the first one given.
-  void refuse_for(std::string_view kind) const;
+  // "[op] --factor does not apply to WHAT" (e.g. "kind 'k'") for the first one given.
+  void refuse_for(std::string_view op, std::string_view what) const;
 
   // The scaling as given (unset keys stay unset, so the kernel names misplaced ones).
   kernels::RopeScaling scaling() const;

@@ -1,0 +1,44 @@
+#include "report_command.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "posenc/report/report.h"
+
+namespace posenc::cli {
+
+ReportCommand::ReportCommand(CLI::App& parent) {
+  app_ = parent.add_subcommand("report", "Analyse every encoding family side by side: DIR/report.html and report.json");
+  app_->footer(
+      "Every family with default parameters (256 positions, dim 128), plus --table files and --model runs of "
+      "posenc train. Writes DIR/report.html (self-contained), DIR/report.json and DIR/figures/*.png. "
+      "docs/report.md explains the numbers.");
+  app_->add_option("--out", out_, "Output directory")->capture_default_str();
+  app_->add_flag("--quick", quick_, "64 positions, small figures, no model building (a few seconds)");
+  app_->add_option("--table", tables_, "A table file to analyse too: FILE.npy or FILE.safetensors[:NAME] (repeat)")
+      ->allow_extra_args(false);
+  app_->add_option("--model", models_, "A posenc train run directory to probe (repeat)")->allow_extra_args(false);
+  app_->add_option("--seed", seed_, "Seed of the initialisations, fresh models and probes")->capture_default_str();
+}
+
+void ReportCommand::run() const {
+  report::ReportOptions options;
+  options.quick = quick_;
+  options.seed = seed_;
+  for (const std::string& t : tables_) options.tables.push_back(report::parse_table_file(t));
+  for (const std::string& m : models_) options.models.emplace_back(m);
+  const report::Report r = report::build_report(options, [](const report::ReportProgress& p) {
+    char text[64];
+    std::snprintf(text, sizeof text, "[%2lld/%lld] ", static_cast<long long>(p.index),
+                  static_cast<long long>(p.total));
+    std::cerr << "posenc report: " << text << p.name << '\n';
+  });
+  const report::ReportFiles files = report::write_report(r, out_);
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", r.seconds);
+  std::cout << "wrote " << files.html.string() << ", " << files.json.string() << " and " << files.figures
+            << " figures in " << files.figures_dir.string() << "/ (" << r.sections.size() << " encodings, "
+            << seconds << " s)\n";
+}
+
+}  // namespace posenc::cli

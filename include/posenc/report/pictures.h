@@ -1,0 +1,47 @@
+// The three pictures of an encoding, as PNG bytes (drawn by posenc::plot):
+//
+//   encoding    the table PE [positions, dim] as a heatmap, position down the
+//               rows and dimension along the columns, diverging colours
+//               centred on 0 (as the tutorials draw the sinusoid);
+//   similarity  a matrix S [n, n] indexed by positions (proximity, bias,
+//               attention) as a heatmap, sequential colours;
+//   decay       S[P, j] against j for the reference position P, with a dashed
+//               marker at j = P (the classic: sinusoidal, D = 128, 256
+//               positions, P = 128).
+// Sizes default to plot's (720 x 600 heatmaps, 720 x 480 line plots).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "posenc/analysis/matrix.h"
+
+namespace posenc::report {
+
+enum class Picture { kEncoding, kSimilarity, kDecay };
+
+// "encoding" | "similarity" | "decay"; throws
+// "[op] figure must be one of encoding, similarity, decay, got 'x'".
+Picture parse_picture(std::string_view name, std::string_view op);
+std::string_view picture_name(Picture picture) noexcept;
+
+struct PictureSize {
+  int width = 0;   // 0: plot's default for the picture
+  int height = 0;
+};
+// The size a picture gets for `size` (its defaults filled in).
+PictureSize picture_size(Picture picture, PictureSize size = {});
+
+// `name` titles the figure ("sinusoidal"); `matrix_label` says what S is
+// ("dot proximity", "mean ALiBi bias", "identical-word attention").
+std::vector<unsigned char> encoding_picture(const analysis::Matrix& table, std::string_view name,
+                                            PictureSize size = {});
+std::vector<unsigned char> similarity_picture(const analysis::Matrix& s, std::string_view name,
+                                              std::string_view matrix_label, PictureSize size = {});
+// Throws "[op] reference must be in [0, 255] for 256 positions, got 300" (op "plot").
+std::vector<unsigned char> decay_picture(const analysis::Matrix& s, int64_t reference, std::string_view name,
+                                         std::string_view matrix_label, PictureSize size = {});
+
+}  // namespace posenc::report
