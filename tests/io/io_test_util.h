@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -74,8 +75,32 @@ inline std::string npy_bytes(int major, std::string_view header, std::string_vie
 template <class T>
 std::string raw(const std::vector<T>& values) {
   std::string s(values.size() * sizeof(T), '\0');
-  std::memcpy(s.data(), values.data(), s.size());
+  if (!s.empty()) std::memcpy(s.data(), values.data(), s.size());
   return s;
+}
+
+// A .safetensors file by hand: the 8-byte little-endian `header_length`,
+// then `header` and `data` verbatim.
+inline std::string safetensors_bytes(uint64_t header_length, std::string_view header, std::string_view data) {
+  std::string s;
+  for (int i = 0; i < 8; ++i) s += static_cast<char>((header_length >> (8 * i)) & 0xff);
+  s += header;
+  s += data;
+  return s;
+}
+
+// Same with the length taken from the header itself.
+inline std::string safetensors_bytes(std::string_view header, std::string_view data) {
+  return safetensors_bytes(header.size(), header, data);
+}
+
+inline std::string to_string(const std::vector<std::byte>& bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+inline std::vector<std::byte> to_bytes(std::string_view s) {
+  const auto* p = reinterpret_cast<const std::byte*>(s.data());
+  return std::vector<std::byte>(p, p + s.size());
 }
 
 // what() of the E thrown by f, or "<no exception>". Another type propagates.

@@ -62,6 +62,34 @@ TEST_F(NpyMalformed, HeaderTooLong) {
             expected("header length must be at most 10000 bytes, got 10001"));
 }
 
+TEST_F(NpyMalformed, HugeHeaderLengthIsRefusedAtOnce) {
+  // The largest uint32 length: refused from the preamble, nothing allocated.
+  EXPECT_EQ(message(npy_bytes(2, 0, 0xffffffffu, "{}", "")),
+            expected("header length must be at most 10000 bytes, got 4294967295"));
+}
+
+TEST_F(NpyMalformed, HeaderTextEncoding) {
+  // 1.0 and 2.0 headers are ASCII here; 3.0 headers must be valid UTF-8.
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), '\xc3\xa9': 1}\n";
+  EXPECT_EQ(message(npy_bytes(1, dict, raw<float>({1, 2}))),
+            expected("malformed header dict at byte 57: expected a plain ASCII string without escapes, got '\\xc3'"));
+  EXPECT_EQ(message(npy_bytes(3, dict, raw<float>({1, 2}))),
+            expected("header keys must be 'descr', 'fortran_order' and 'shape', got '\\xc3\\xa9'"));
+  EXPECT_EQ(message(npy_bytes(3, "{'descr': '<f4\xed\xa0\x80', 'fortran_order': False, 'shape': (2,), }\n",
+                              raw<float>({1, 2}))),
+            expected("format 3.0 header is not valid UTF-8 at byte 14: UTF-16 surrogate (U+D800 to U+DFFF)"));
+  EXPECT_EQ(message(npy_bytes(3, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\xc0\x80\n",
+                              raw<float>({1, 2}))),
+            expected("format 3.0 header is not valid UTF-8 at byte 57: overlong encoding (lead byte 0xc0)"));
+}
+
+TEST_F(NpyMalformed, BigEndianDataLengthIsExactToo) {
+  EXPECT_EQ(message(with_header("{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }", 3)),
+            expected("header declares 2 float64 values (16 bytes) but the data holds 12 bytes"));
+  EXPECT_EQ(message(with_header("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", 1)),
+            expected("header declares 3 bool values (3 bytes) but the data holds 4 bytes"));
+}
+
 TEST_F(NpyMalformed, HeaderPastEndOfFile) {
   const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (), }\n";
   EXPECT_EQ(message(npy_bytes(1, 0, 200, dict, "")),
@@ -97,17 +125,42 @@ TEST_F(NpyMalformed, FortranOrder) {
 }
 
 TEST_F(NpyMalformed, BadDtype) {
-  for (std::string descr : {"<i4", ">f4", "|f4", "<f2", "float32", ""}) {
+  // Not a numeric descr numpy writes: no byte order, unknown sizes, Python names.
+  for (std::string descr : {"float32", "", "f4", "<f16", "<i3", "<b2", "<f", "<F4", "<u1 "}) {
     SCOPED_TRACE(descr);
     EXPECT_EQ(
         message<std::runtime_error>(with_header("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2,), }")),
-        expected("descr must be one of '<f4', '<f8', '<i8' (float32, float64, int64 little-endian), got '" + descr +
-                 "'"));
+        expected("descr must be a numeric type (b1, u1, i1, u2, i2, u4, i4, u8, i8, f2, f4 or f8) after a byte order "
+                 "('<', '>', '=', or '|' for 1-byte types), got '" +
+                 descr + "'"));
   }
-  EXPECT_EQ(message(with_header("{'descr': [('x', '<f4')], 'fortran_order': False, 'shape': (2,), }")),
-            expected("malformed header dict at byte 10: expected a string, True, False or a tuple, got '['"));
+  // '|' (byte order not applicable) only for 1-byte types.
+  EXPECT_EQ(message<std::runtime_error>(with_header("{'descr': '|f4', 'fortran_order': False, 'shape': (2,), }")),
+            expected("descr '|f4' has byte order '|' (not applicable), which only 1-byte types take; numpy writes "
+                     "'<f4' or '>f4'"));
   EXPECT_EQ(message(with_header("{'descr': True, 'fortran_order': False, 'shape': (2,), }")),
             expected("descr must be a string, got True"));
+}
+
+TEST_F(NpyMalformed, NonNumericDtypesAreNamed) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"<c8", "complex"}, {">c16", "complex"}, {"<U5", "string"},      {"|S3", "string"},     {"|a3", "string"},
+      {"|V8", "void"},    {"<M8[ns]", "datetime"}, {"<m8[s]", "timedelta"}};
+  for (const auto& [descr, kind] : refused) {
+    SCOPED_TRACE(descr);
+    EXPECT_EQ(
+        message<std::runtime_error>(with_header("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2,), }")),
+        expected(kind + " arrays ('" + descr + "') are not supported; posenc reads numeric arrays only"));
+  }
+  // Structured: a list of fields, refused whole (brackets inside strings do not count).
+  EXPECT_EQ(message<std::runtime_error>(with_header(
+                "{'descr': [('x', '<f4'), ('y]', [('z', '|u1')], (2,))], 'fortran_order': False, 'shape': (2,), }")),
+            expected("structured arrays (descr [('x', '<f4'), ('y]', [('z', '|u1')], (2,))]) are not supported; "
+                     "posenc reads numeric arrays only"));
+  EXPECT_EQ(message(with_header("{'descr': [('x', '<f4'), 'fortran_order': False, 'shape': (2,), }")),
+            expected("malformed header dict at byte 66: expected a closing ']', got the end of the header"));
+  EXPECT_EQ(message(with_header("{'descr': '<f4', 'fortran_order': False, 'shape': [2], }")),
+            expected("shape must be a tuple of integers, got [2]"));
 }
 
 TEST_F(NpyMalformed, ObjectDtype) {

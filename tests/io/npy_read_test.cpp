@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "checkpoint_data.h"
 #include "io_test_util.h"
 #include "numpy_golden.h"
 #include "posenc/io/npy.h"
@@ -41,6 +42,78 @@ TEST(NpyRead, FilesWrittenByNumpy) {
   const NpyArray d = read_from(dir, testing::numpy_float32_empty());
   EXPECT_EQ(d.shape, (std::vector<int64_t>{2, 0}));
   EXPECT_TRUE(d.values<float>().empty());
+}
+
+TEST(NpyRead, NumpyFilesOfEveryDtypeByteOrderAndVersion) {
+  // Written by np.lib.format.write_array (make_checkpoint_files.py): the seed
+  // of each file's values is the dtype's index in kTypeCodes.
+  int64_t seed = 0;
+  int files = 0;
+  for (const auto& [code, type] : testing::kTypeCodes) {
+    const bool one_byte = element_size(type) == 1;
+    for (std::string order : one_byte ? std::vector<std::string>{"na"} : std::vector<std::string>{"le", "be"}) {
+      for (int major : {1, 2, 3}) {
+        const std::string name = std::string(code) + "_" + order + "_v" + std::to_string(major) + ".npy";
+        SCOPED_TRACE(name);
+        const StoredTensor t = read_npy_tensor(testing::data_file(name));
+        EXPECT_EQ(t.type, type);
+        EXPECT_EQ(t.shape, (std::vector<int64_t>{2, 3}));
+        EXPECT_EQ(t.to_double(), testing::formula_values(type, 6, seed));
+        ++files;
+      }
+    }
+    ++seed;
+  }
+  EXPECT_EQ(files, 3 * 3 + 9 * 2 * 3);
+}
+
+TEST(NpyRead, BigEndianBytesAreSwapped) {
+  // float16 bit patterns (subnormals, inf, -0, NaN) come out identical from either byte order.
+  const std::vector<uint16_t> bits = {0x0001, 0x03ff, 0x0400, 0x7bff, 0x7c00, 0xfc00, 0x8000, 0x7e00};
+  for (std::string name : {"f2_special_le.npy", "f2_special_be.npy"}) {
+    SCOPED_TRACE(name);
+    const StoredTensor t = read_npy_tensor(testing::data_file(name));
+    EXPECT_EQ(t.type, ElementType::kFloat16);
+    EXPECT_EQ(testing::to_string(t.data), raw(bits));
+  }
+  // Spelled out: '>i4' 0x01020304 and -2.
+  TempDir dir;
+  write_bytes(dir.file("be.npy"), npy_bytes(1, "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }\n",
+                                            std::string("\x01\x02\x03\x04\xff\xff\xff\xfe", 8)));
+  EXPECT_EQ(read_npy_tensor(dir.file("be.npy")).to_double(), (std::vector<double>{16909060.0, -2.0}));
+  // The legacy reader swaps as well.
+  EXPECT_EQ(read_npy(testing::data_file("f8_be_v1.npy")).values<double>(), (std::vector<double>{2.625, 7.25, 11.875, -8.625, -4.0, 0.625}));
+}
+
+TEST(NpyRead, FilesNumpyWritesForOtherDtypesAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"refuse_object.npy", "object arrays ('|O') are not supported: they hold pickled Python objects"},
+      {"refuse_complex.npy", "complex arrays ('<c8') are not supported; posenc reads numeric arrays only"},
+      {"refuse_unicode.npy", "string arrays ('<U2') are not supported; posenc reads numeric arrays only"},
+      {"refuse_bytes.npy", "string arrays ('|S2') are not supported; posenc reads numeric arrays only"},
+      {"refuse_void.npy", "void arrays ('|V4') are not supported; posenc reads numeric arrays only"},
+      {"refuse_datetime.npy", "datetime arrays ('<M8[D]') are not supported; posenc reads numeric arrays only"},
+      {"refuse_structured.npy",
+       "structured arrays (descr [('x', '<f4'), ('y', '<i4')]) are not supported; posenc reads numeric arrays only"},
+      {"refuse_structured_utf8_v3.npy",
+       "structured arrays (descr [('\\xcf\\x80', '<f4')]) are not supported; posenc reads numeric arrays only"},
+      {"refuse_fortran.npy",
+       "fortran_order True (column-major data) is not supported; save a C-order array (numpy.ascontiguousarray)"},
+  };
+  for (const auto& [name, what] : refused) {
+    SCOPED_TRACE(name);
+    const std::string path = testing::data_file(name);
+    EXPECT_EQ(testing::error_of<std::runtime_error>([&] { read_npy_tensor(path); }), "[npy] " + path + ": " + what);
+  }
+}
+
+TEST(NpyRead, ReadNpyKeepsItsThreeTypes) {
+  const std::string path = testing::data_file("u1_na_v1.npy");
+  EXPECT_EQ(testing::error_of<std::runtime_error>([&] { read_npy(path); }),
+            "[npy] " + path +
+                ": holds uint8 values; read_npy returns float32, float64 or int64 arrays (read_npy_tensor reads every "
+                "numeric type)");
+  EXPECT_EQ(read_npy(testing::data_file("i8_be_v3.npy")).values<int64_t>(), (std::vector<int64_t>{-12, 25, 62, 99, -65, -28}));
 }
 
 TEST(NpyRead, HandWrittenFloat64BytesSpelledOut) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "checkpoint_data.h"
 #include "io_test_util.h"
 #include "numpy_golden.h"
 #include "posenc/io/npy.h"
@@ -45,6 +46,91 @@ TEST(NpyWrite, ReproducesNumpyByteForByte) {
   EXPECT_EQ(read_bytes(a), testing::numpy_float64_pair());
   write_npy(a, std::vector<float>{}, {2, 0});
   EXPECT_EQ(read_bytes(a), testing::numpy_float32_empty());
+}
+
+TEST(NpyWrite, ReproducesNumpyForEveryDtype) {
+  // np.save's little-endian version-1.0 files, byte for byte (padding, growth room, '|' for 1-byte types).
+  for (const auto& [code, type] : testing::kTypeCodes) {
+    const std::string name = std::string(code) + (element_size(type) == 1 ? "_na_v1.npy" : "_le_v1.npy");
+    SCOPED_TRACE(name);
+    const std::string numpy = read_bytes(testing::data_file(name));
+    const StoredTensor t = read_npy_tensor(testing::data_file(name));
+    EXPECT_EQ(testing::to_string(serialize_npy(t)), numpy);
+    TempDir dir;
+    write_npy(dir.file("a.npy"), t);
+    EXPECT_EQ(read_bytes(dir.file("a.npy")), numpy);
+  }
+  // 15 dimensions, where numpy's growth room moves the data start from 128 to 192.
+  const std::string growth = read_bytes(testing::data_file("f4_growth_v1.npy"));
+  EXPECT_EQ(testing::to_string(serialize_npy(read_npy_tensor(testing::data_file("f4_growth_v1.npy")))), growth);
+  EXPECT_EQ(layout_of(growth).data_offset, 192);
+  // Big-endian files read back as little-endian data, which writes numpy's '<' file.
+  EXPECT_EQ(testing::to_string(serialize_npy(read_npy_tensor(testing::data_file("i4_be_v2.npy")))),
+            read_bytes(testing::data_file("i4_le_v1.npy")));
+}
+
+TEST(NpyWrite, PaddingMatchesNumpyAtTheAlignmentBoundary) {
+  // numpy always pads with 1..64 spaces, never 0: for shape (7,) the dict is
+  // 57 bytes + 20 spaces of growth room + '\n' = 78, and 10 + 78 + 40 = 128.
+  // One dimension longer by k digits shifts the padding by k, wrapping 1 -> 64.
+  StoredTensor t;
+  t.type = ElementType::kUInt8;
+  for (int64_t first : {int64_t{7}, int64_t{70}, int64_t{700}, int64_t{7000000000}}) {
+    t.shape = {first, 0};
+    const std::string bytes = testing::to_string(serialize_npy(t));
+    const Layout l = layout_of(bytes);
+    SCOPED_TRACE(bytes);
+    EXPECT_EQ(l.data_offset % 64, 0);
+    const std::string header = bytes.substr(10, static_cast<size_t>(l.header_length));
+    const size_t dict_end = header.find('}') + 1;
+    // growth room (21 - digits of shape[0]) plus 1..64 padding spaces, then '\n'.
+    const int64_t spaces = static_cast<int64_t>(header.size() - dict_end - 1);
+    const int64_t growth = 21 - static_cast<int64_t>(std::to_string(first).size());
+    EXPECT_GE(spaces - growth, 1);
+    EXPECT_LE(spaces - growth, 64);
+  }
+}
+
+TEST(NpyWrite, StoredTensorsOfEveryTypeRoundTrip) {
+  TempDir dir;
+  int64_t seed = 0;
+  for (const auto& [code, type] : testing::kTypeCodes) {
+    SCOPED_TRACE(code);
+    StoredTensor t;
+    t.type = type;
+    t.shape = {4, 5};
+    t.data.resize(static_cast<size_t>(20 * element_size(type)));
+    for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = static_cast<std::byte>((i * 7 + static_cast<size_t>(seed)) % 256);
+    if (type == ElementType::kBool) {
+      for (auto& b : t.data) b &= std::byte{1};
+    }
+    write_npy(dir.file("t.npy"), t);
+    const StoredTensor back = read_npy_tensor(dir.file("t.npy"));
+    EXPECT_EQ(back.type, type);
+    EXPECT_EQ(back.shape, t.shape);
+    EXPECT_EQ(back.data, t.data);
+    ++seed;
+  }
+}
+
+TEST(NpyWrite, StoredTensorArgumentsAreChecked) {
+  TempDir dir;
+  const std::string path = dir.file("a.npy");
+  StoredTensor t;
+  t.type = ElementType::kInt16;
+  t.shape = {3};
+  t.data.resize(5);
+  EXPECT_EQ(error_of<std::invalid_argument>([&] { write_npy(path, t); }),
+            "[npy] " + path + ": shape (3,) of int16 needs 6 bytes of data, got 5");
+  EXPECT_EQ(error_of<std::invalid_argument>([&] { serialize_npy(t); }),
+            "[npy] shape (3,) of int16 needs 6 bytes of data, got 5");
+  t.type = ElementType::kBFloat16;
+  t.data.resize(6);
+  EXPECT_EQ(error_of<std::runtime_error>([&] { write_npy(path, t); }),
+            "[npy] " + path + ": .npy has no bfloat16 type (numpy lacks one); save bfloat16 tensors as .safetensors");
+  EXPECT_EQ(error_of<std::runtime_error>([&] { serialize_npy(t); }),
+            "[npy] .npy has no bfloat16 type (numpy lacks one); save bfloat16 tensors as .safetensors");
+  EXPECT_TRUE(dir.entries().empty());
 }
 
 TEST(NpyWrite, DataStartsAtAMultipleOf64) {

@@ -1,20 +1,21 @@
 // NumPy .npy files (format 1.0 / 2.0 / 3.0, numpy/lib/format.py): a strict
-// reader and an atomic writer for float32, float64 and int64 arrays in C
-// order, little-endian.
+// reader of every numeric dtype and an atomic writer.
 //
 // File layout: "\x93NUMPY", major, minor, header length (uint16 LE for 1.0,
-// uint32 LE for 2.0/3.0), then an ASCII Python dict literal
+// uint32 LE for 2.0/3.0), then a Python dict literal (ASCII; UTF-8 in 3.0)
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
 // padded with spaces and ended by '\n', then the raw values.
 //
 // The reader never evaluates the header: a small grammar accepts exactly the
-// keys 'descr', 'fortran_order' and 'shape', each once, with descr '<f4',
-// '<f8' or '<i8' ('=' for native order is read the same: this build is
-// little-endian). It refuses headers over 10000 bytes, Fortran order, other
-// dtypes, and data that is shorter or longer than the shape needs. The
-// writer emits format 1.0 (2.0 when the header exceeds 65535 bytes) with the
-// data starting at a multiple of 64 bytes, and replaces the target only once
-// the whole file is written.
+// keys 'descr', 'fortran_order' and 'shape', each once. descr: b1, u1, i1,
+// u2, i2, u4, i4, u8, i8, f2, f4, f8 after the byte order numpy writes ('<'
+// little, '>' big, '=' native, '|' for 1-byte types); big-endian data is
+// swapped to little-endian. Refused: headers over 10000 bytes, Fortran order,
+// object (pickle), string, void, structured, complex and datetime dtypes, and
+// data shorter or longer than the shape needs. The writer emits what numpy's
+// np.save emits (format 1.0, or 2.0 when the header exceeds 65535 bytes; data
+// at a multiple of 64 bytes) and replaces the target only once the whole file
+// is written.
 //
 // Errors: std::invalid_argument for a malformed file or a bad argument,
 // std::runtime_error for a well-formed but unsupported file (other dtype,
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "posenc/error.h"
+#include "posenc/io/tensor_file.h"
 
 namespace posenc::io {
 
@@ -73,9 +75,16 @@ struct NpyArray {
   }
 };
 
-// Reads and validates the file at `path`.
-NpyArray read_npy(const std::string& path);
+// Reads and validates the file at `path`: any numeric dtype, as a
+// StoredTensor (little-endian, C order). load_tensor (tensor_file.h) calls this.
+StoredTensor read_npy_tensor(const std::string& path);
 // Same for a file already in memory; `name` stands for the file in messages.
+StoredTensor parse_npy_tensor(std::span<const std::byte> bytes, std::string_view name);
+
+// The same reader, for float32, float64 and int64 files only (either byte
+// order); other numeric dtypes throw std::runtime_error
+//   "[npy] x.npy: holds uint8 values; read_npy returns float32, float64 or int64 arrays (...)".
+NpyArray read_npy(const std::string& path);
 NpyArray parse_npy(std::span<const std::byte> bytes, std::string_view name);
 
 // Writes `data` (C order) with `shape`; the product of shape must equal
@@ -84,5 +93,10 @@ void write_npy(const std::string& path, std::span<const float> data, const std::
 void write_npy(const std::string& path, std::span<const double> data, const std::vector<int64_t>& shape);
 void write_npy(const std::string& path, std::span<const int64_t> data, const std::vector<int64_t>& shape);
 void write_npy(const std::string& path, const NpyArray& array);
+// Any element type but bfloat16 (numpy has none: std::runtime_error); the data
+// must hold exactly numel * element_size bytes.
+void write_npy(const std::string& path, const StoredTensor& tensor);
+// The file's bytes, for tests and fuzz seeds.
+std::vector<std::byte> serialize_npy(const StoredTensor& tensor);
 
 }  // namespace posenc::io
