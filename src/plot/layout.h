@@ -30,7 +30,7 @@ inline constexpr int kColorbarGap = 14;
 inline constexpr int kColorbarWidth = 18;
 
 // Line plot: plot area only (the legend is drawn inside it, top right).
-inline constexpr int kLinesLeft = 76;
+inline constexpr int kLinesLeft = 92;     // y label band + tick labels as wide as "-3.912e-03"
 inline constexpr int kLinesRight = 20;
 inline constexpr int kLinesTop = 44;
 inline constexpr int kLinesBottom = 56;

@@ -96,7 +96,7 @@ band |j &minus; i| &le; W) explained by the offset,
 <dd>Is looking forward the same as looking back? Lin's concordance correlation of the pairs
 (S[x, x + m], S[x, x &minus; m]):
 <span class="formula">2 cov(a, b) / (var a + var b + (mean a &minus; mean b)&sup2;)</span>
-1 exactly when S is symmetric about the diagonal.</dd>
+1 exactly when S[x, x + m] = S[x, x 1 exactly when S is symmetric about the diagonal.</dd>minus; m] for every pair: each position sees the same proximity ahead as behind.</dd>
 <dt><b>monotone range</b></dt>
 <dd>The largest offset m such that S[x, x + k] &lt; S[x, x + k &minus; 1] for every k &le; m, the median
 over rows x. &ge; marks a range censored by the table's end (S still falls there).</dd>
@@ -109,7 +109,7 @@ positions (5 folds), so a large table cannot fit noise. 0: perfectly translatabl
 above 1: the fitted map does worse than T = 0 on held-out positions, as a fit of noise does when D is close to N.</dd>
 <dt><b>absolute MAE</b> (positions)</dt>
 <dd>Probe of Wang &amp; Chen: ridge regression from PE[p] to p, 5-fold cross-validation, mean
-|round(p&#770;) &minus; p| on held-out positions. 0: the table encodes p linearly; about N/3: not at all.</dd>
+|round(p&#770;) &minus; p| on held-out positions. 0: the table encodes p linearly; about N/4 (the error of always guessing the mean): not at all.</dd>
 <dt><b>relative error</b> (0 .. 1)</dt>
 <dd>Probe of Wang &amp; Chen: logistic regression on [PE[i], PE[j]] predicting whether i &lt; j, 5-fold
 held-out error rate. 0: order is linearly readable; 0.5: chance.</dd>

@@ -259,7 +259,9 @@ TEST(Relative2d, Errors) {
   expand(p, cview(-1, 2, 20, 7), cview(-1, 2, 20, 9), view(-1, 2, 20, 20), "rel_h must have (B, H) >= 0, got (-1, 2)");
   expand({int64_t{1} << 40, int64_t{1} << 40}, cview(1, 2, 20, 7), cview(1, 2, 20, 9), view(1, 2, 20, 20),
          "rel_h must have height*width = 1.2089258196146292e+24 rows, got 20");
-  expand({(int64_t{1} << 62) + 1, 1}, cview(1, 2, (int64_t{1} << 62) + 1, 7), cview(1, 2, 20, 9),
+  // Strides written out: contiguous_matrix would overflow computing heads * rows * cols.
+  const BatchedMatrix<const float> huge_rows{buf.data(), 1, 2, (int64_t{1} << 62) + 1, 7, 0, 0, 7};
+  expand({(int64_t{1} << 62) + 1, 1}, huge_rows, cview(1, 2, 20, 9),
          view(1, 2, 20, 20), "rel_h must have 2*height-1 = 9.2233720368547758e+18 columns, got 7");
   expand(p, {nullptr, 1, 2, 20, 7, 280, 140, 7}, cview(1, 2, 20, 9), view(1, 2, 20, 20), "rel_h must not be null");
   expect_error([&] { relative_2d_reduce<float>(p, cview(1, 2, 19, 20), view(1, 2, 20, 7), view(1, 2, 20, 9)); },
