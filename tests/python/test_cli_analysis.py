@@ -20,6 +20,8 @@ import subprocess
 import numpy as np
 import pytest
 
+from analysis_references import reference_indicators, reference_monotone_range, reference_proximity
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("POSENC_CLI", str(REPO / "build" / "bin" / "posenc"))
 
@@ -54,97 +56,15 @@ def sinusoidal_ref(n, dim, base=10000.0):
     return out
 
 
-def proximity_ref(table, kind="dot"):
-    s = table @ table.T
-    if kind == "cosine":
-        norms = np.linalg.norm(table, axis=1)
-        denom = np.outer(norms, norms)
-        s = np.divide(s, denom, out=np.zeros_like(s), where=denom > 0)
-    return s
-
-
-def ranks(v):
-    """Ranks 0..n-1 with ties at their mean rank."""
-    order = np.argsort(v, kind="stable")
-    r = np.empty(len(v))
-    sorted_v = v[order]
-    k = 0
-    while k < len(v):
-        j = k
-        while j + 1 < len(v) and sorted_v[j + 1] == sorted_v[k]:
-            j += 1
-        r[order[k:j + 1]] = (k + j) / 2.0
-        k = j + 1
-    return r
-
-
-def spearman(a, b):
-    ra, rb = ranks(np.asarray(a, float)), ranks(np.asarray(b, float))
-    if np.all(rb == rb[0]) or np.all(ra == ra[0]):
-        return 0.0
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
-def indicators_ref(s, window=None):
-    n = s.shape[0]
-    w = n - 1 if window is None else window
-    rhos = []
-    for x in range(n):
-        for direction in (1, -1):
-            reach = n - 1 - x if direction == 1 else x
-            m_max = min(w, reach)
-            if m_max < 1:
-                continue
-            m = np.arange(m_max + 1)
-            rhos.append(spearman(m, s[x, x + direction * m]))
-    monotonicity = -float(np.mean(rhos))
-
-    # Band 1 <= |y - x| <= W: the diagonal |PE[x]|^2 says nothing about offsets.
-    offsets = np.subtract.outer(np.arange(n), np.arange(n)).T  # [x, y] -> y - x
-    band = (np.abs(offsets) <= w) & (offsets != 0)
-    values = s[band]
-    diagonals = [d for d in range(-w, w + 1) if d != 0]
-    within = sum(((s[offsets == d] - s[offsets == d].mean()) ** 2).sum() for d in diagonals)
-    total = ((values - values.mean()) ** 2).sum()
-    invariance = 1.0 if total == 0 else 1.0 - within / total
-
-    a, b = [], []
-    for x in range(n):
-        for m in range(1, w + 1):
-            if x + m < n and x - m >= 0:
-                a.append(s[x, x + m])
-                b.append(s[x, x - m])
-    a, b = np.array(a), np.array(b)
-    if len(a) == 0:
-        return monotonicity, invariance, 1.0
-    denom = a.var() + b.var() + (a.mean() - b.mean()) ** 2
-    symmetry = 1.0 if denom == 0 else 2 * np.mean((a - a.mean()) * (b - b.mean())) / denom
-    return monotonicity, invariance, symmetry
-
-
-def monotone_range_ref(s):
-    n = s.shape[0]
-    per_row = []
-    for x in range(n):
-        r = 0
-        while x + r + 1 <= n - 1 and s[x, x + r + 1] < s[x, x + r]:
-            r += 1
-        per_row.append(r)
-    uncensored = [r for x, r in enumerate(per_row) if r < n - 1 - x]
-    if not uncensored:
-        return {"range": n - 1, "all_censored": True}
-    return {"range": sorted(uncensored)[(len(uncensored) - 1) // 2], "all_censored": False, "min": min(uncensored),
-            "max": max(uncensored), "mean": float(np.mean(uncensored)), "uncensored_rows": len(uncensored)}
-
-
 def check_against_reference(result, table, kind="dot", window=None):
-    s = proximity_ref(table, kind)
-    mono, inv, sym = indicators_ref(s, window)
+    s = reference_proximity(table, kind)
+    ref = reference_indicators(s, window)
+    mono, inv, sym = ref["monotonicity"], ref["translation_invariance"], ref["symmetry"]
     assert result["monotonicity"] == pytest.approx(mono, abs=INDICATOR_TOL)
     assert result["translation_invariance"] == pytest.approx(inv, abs=INDICATOR_TOL)
     assert result["symmetry"] == pytest.approx(sym, abs=INDICATOR_TOL)
     assert result["window"] == (table.shape[0] - 1 if window is None else window)
-    m = monotone_range_ref(s)
+    m = reference_monotone_range(s)
     assert result["monotone_range"] == m["range"]
     dist = result["monotone_range_distribution"]
     assert dist["all_censored"] == m["all_censored"]
