@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "posenc/error.h"
+#include "posenc/io/atomic_file.h"
 
 namespace posenc::io::detail {
 namespace {
@@ -101,3 +102,13 @@ void AtomicOutputFile::commit() {
 }
 
 }  // namespace posenc::io::detail
+
+namespace posenc::io {
+
+void write_file_atomically(std::string_view op, const std::string& path, std::span<const std::byte> bytes) {
+  detail::AtomicOutputFile file(op, path);
+  file.write(bytes);
+  file.commit();
+}
+
+}  // namespace posenc::io
