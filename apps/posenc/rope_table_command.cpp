@@ -1,11 +1,11 @@
 #include "rope_table_command.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "posenc/error.h"
 #include "posenc/kernels/positions.h"
 #include "posenc/kernels/rope.h"
+#include "posenc/kernels/rope_seq_len.h"
 
 namespace posenc::cli {
 namespace {
@@ -89,13 +89,8 @@ Table make_rope_table(std::string_view kind, int64_t dim, double base, const ker
                       std::optional<int64_t> seq_len, kernels::Precision precision, int64_t start,
                       int64_t positions) {
   const char* op = "rope";
-  if (!seq_len && positions >= 1) {
-    // As Hugging Face and posenc.rope_cos_sin: the table's own length, max position + 1.
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-    const int64_t last = start > kMax - (positions - 1) ? kMax : start + (positions - 1);  // saturated
-    seq_len = last == kMax ? kMax : std::max<int64_t>(last, 0) + 1;
-  }
-  const kernels::RopeFrequencies f = kernels::rope_frequencies(dim, base, scaling, seq_len, op);
+  const kernels::RopeFrequencies f =
+      kernels::rope_frequencies(dim, base, scaling, kernels::range_seq_len(seq_len, start, positions), op);
   kernels::validate_table_size(op, kernels::Positions::range(start, positions), dim);
   kernels::RopeTableSpec spec;
   spec.omega = f.inv_freq;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <span>
 #include <sstream>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "posenc/io/tensor_file.h"
 #include "posenc/kernels/positions.h"
 #include "posenc/kernels/rope.h"
+#include "posenc/kernels/rope_seq_len.h"
 #include "posenc/kernels/rope_axes.h"
 #include "posenc/kernels/translation.h"
 #include "random_normal.h"
@@ -79,13 +79,8 @@ TableSource rope_source(std::string_view name, int64_t dim, double base, const k
                         std::optional<int64_t> seq_len, kernels::Precision precision, int64_t start,
                         int64_t positions) {
   const char* op = "rope";
-  if (!seq_len && positions >= 1) {
-    // As `posenc table rope`: the table's own length, max position + 1 (saturated).
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-    const int64_t last = start > kMax - (positions - 1) ? kMax : start + (positions - 1);
-    seq_len = last == kMax ? kMax : std::max<int64_t>(last, 0) + 1;
-  }
-  const kernels::RopeFrequencies f = kernels::rope_frequencies(dim, base, scaling, seq_len, op);
+  const kernels::RopeFrequencies f =
+      kernels::rope_frequencies(dim, base, scaling, kernels::range_seq_len(seq_len, start, positions), op);
   kernels::validate_table_size(op, kernels::Positions::range(start, positions), dim);
   kernels::RopeTableSpec spec;
   spec.omega = f.inv_freq;

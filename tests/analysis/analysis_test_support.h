@@ -13,21 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "check.h"  // tests/kernels
 #include "posenc/analysis/matrix.h"
 #include "posenc/kernels/sinusoidal.h"
 
 namespace posenc::analysis::test {
 
-// Runs `f`, expects it to throw E with exactly `message`.
-template <class E = std::invalid_argument>
-void expect_error(const std::function<void()>& f, const std::string& message) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception with: " << message;
-  } catch (const E& e) {
-    EXPECT_EQ(std::string(e.what()), message);
-  }
-}
+using posenc::test::expect_error;  // tests/kernels/check.h
 
 // N(0, sigma^2) entries (a learned table at its initialisation).
 inline Matrix random_table(int64_t rows, int64_t cols, uint64_t seed, double sigma = 1.0) {
