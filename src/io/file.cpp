@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <sstream>
 
 #include "posenc/error.h"
@@ -18,20 +19,33 @@ namespace {
 
 std::string error_text(int error) { return std::strerror(error); }
 
-// ".<file>.tmp-<pid>-<n>" next to the target: unique within this process;
-// O_EXCL and a retry cover a leftover of an earlier process with the same pid.
+// ".<file>.tmp-<pid>-<n>-<random>" next to the target. The random part makes
+// the name unguessable, so nobody can plant a link there in advance; O_EXCL |
+// O_NOFOLLOW and a retry still refuse anything that exists under it.
 std::string temporary_name(const std::string& path) {
   static std::atomic<unsigned> counter{0};
+  thread_local std::mt19937_64 random{std::random_device{}()};
   const std::filesystem::path target(path);
   std::ostringstream name;
-  name << '.' << target.filename().string() << ".tmp-" << ::getpid() << '-' << counter.fetch_add(1);
+  name << '.' << target.filename().string() << ".tmp-" << ::getpid() << '-' << counter.fetch_add(1) << '-'
+       << std::hex << random();
   return (target.parent_path() / name.str()).string();
+}
+
+// A rename is durable only once its directory is synced.
+void sync_directory_of(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // the file is in place; only its durability across a power cut is unknown
+  ::fsync(fd);
+  ::close(fd);
 }
 
 }  // namespace
 
 InputFile::InputFile(std::string_view op, const std::string& path) : op_(op), path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) fail_runtime(op_, path_, ": cannot open: ", error_text(errno));
   struct stat info {};
   if (::fstat(fd_, &info) != 0) {
@@ -43,6 +57,7 @@ InputFile::InputFile(std::string_view op, const std::string& path) : op_(op), pa
     ::close(fd_);
     fail_runtime(op_, path_, ": not a regular file");
   }
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
   size_ = static_cast<int64_t>(info.st_size);
 }
 
@@ -63,7 +78,7 @@ AtomicOutputFile::AtomicOutputFile(std::string_view op, const std::string& path)
   for (int attempt = 0; fd_ < 0; ++attempt) {
     temp_path_ = temporary_name(path);
     // 0666 before the umask, as for any newly created file.
-    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ < 0 && (errno != EEXIST || attempt >= 100)) {
       const int error = errno;
       const std::string dir = std::filesystem::path(path).parent_path().string();
@@ -99,6 +114,7 @@ void AtomicOutputFile::commit() {
   if (closed != 0) fail("close failed", errno);
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("cannot replace the file", errno);
   committed_ = true;
+  sync_directory_of(path_);
 }
 
 }  // namespace posenc::io::detail
@@ -109,6 +125,17 @@ void write_file_atomically(std::string_view op, const std::string& path, std::sp
   detail::AtomicOutputFile file(op, path);
   file.write(bytes);
   file.commit();
+}
+
+void write_file_atomically(std::string_view op, const std::string& path, std::string_view text) {
+  write_file_atomically(op, path, std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+std::string read_regular_file(std::string_view op, const std::string& path) {
+  const detail::InputFile in(op, path);
+  std::string bytes(static_cast<size_t>(in.size()), '\0');
+  in.read_at(0, std::as_writable_bytes(std::span<char>(bytes.data(), bytes.size())));
+  return bytes;
 }
 
 }  // namespace posenc::io

@@ -1,8 +1,16 @@
-// Writing a whole file so that a reader never sees half of it: the bytes go
-// to a temporary file in the target's directory, which is synced and renamed
-// onto the target; on failure the old file stays and the temporary goes.
+// Whole files, written so that a reader never sees half of one and read so
+// that nothing but a regular file is ever opened.
+//
+// write_file_atomically: the bytes go to a temporary file in the target's
+// directory, named ".<file>.tmp-<pid>-<n>-<random>" and created with
+// O_CREAT | O_EXCL | O_NOFOLLOW (a link planted anywhere is never followed),
+// synced, renamed onto the target (replacing a link there, never writing
+// through it), and the directory is synced. On any failure the old file stays
+// and the temporary file is removed.
+// read_regular_file: refuses FIFOs, devices and directories without blocking.
 // Failures throw std::runtime_error "[op] path: what failed: strerror", e.g.
-//   "[plot] out/x.png: cannot create a file in 'out': No such file or directory".
+//   "[plot] out/x.png: cannot create a file in 'out': No such file or directory",
+//   "[checkpoint] run/config.json: not a regular file".
 #pragma once
 
 #include <cstddef>
@@ -13,5 +21,8 @@
 namespace posenc::io {
 
 void write_file_atomically(std::string_view op, const std::string& path, std::span<const std::byte> bytes);
+void write_file_atomically(std::string_view op, const std::string& path, std::string_view text);
+
+std::string read_regular_file(std::string_view op, const std::string& path);
 
 }  // namespace posenc::io
