@@ -7,6 +7,7 @@
 
 #include "parallel.h"
 #include "posenc/error.h"
+#include "scaling.h"
 
 namespace posenc::analysis {
 namespace {
@@ -84,8 +85,9 @@ double monotonicity(const Matrix& s, int64_t window) {
 }
 
 // Sums are shifted by a value of the group, so a constant group has exactly zero spread.
-double translation_invariance(const Matrix& s, int64_t window) {
-  const int64_t n = s.rows;
+double translation_invariance(const Matrix& m, double scale, int64_t window) {
+  const int64_t n = m.rows;
+  auto s = [&m, scale](int64_t x, int64_t y) { return m(x, y) * scale; };
   double total_shift = s(0, 1);
   double shifted_sum = 0.0;
   int64_t count = 0;
@@ -111,13 +113,14 @@ double translation_invariance(const Matrix& s, int64_t window) {
     for (int64_t x = std::max<int64_t>(0, -d); x < std::min(n, n - d); ++x)
       total += (s(x, x + d) - mean) * (s(x, x + d) - mean);
   }
-  if (total == 0.0) return 1.0;
+  if (total == 0.0) return 1.0;  // unreachable from indicators(): it refuses a constant band
   return std::clamp(1.0 - within / total, 0.0, 1.0);
 }
 
 // Lin's concordance of a = S[x, x + m] and b = S[x, x - m].
-double symmetry(const Matrix& s, int64_t window) {
-  const int64_t n = s.rows;
+double symmetry(const Matrix& m, double scale, int64_t window) {
+  const int64_t n = m.rows;
+  auto s = [&m, scale](int64_t x, int64_t y) { return m(x, y) * scale; };
   if (n < 3) return 1.0;  // no pair exists: nothing contradicts symmetry
   const double a0 = s(1, 2), b0 = s(1, 0);
   double sum_a = 0.0, sum_b = 0.0;
@@ -152,6 +155,16 @@ double symmetry(const Matrix& s, int64_t window) {
 
 }  // namespace
 
+bool constant_on_band(const Matrix& s, int64_t window) {
+  const int64_t n = s.rows;
+  const double first = s(0, 1);
+  for (int64_t x = 0; x < n; ++x) {
+    for (int64_t y = std::max<int64_t>(0, x - window); y <= std::min(n - 1, x + window); ++y)
+      if (y != x && s(x, y) != first) return false;
+  }
+  return true;
+}
+
 Indicators indicators(const Matrix& s, std::optional<int64_t> window) {
   validate_square("indicators", "matrix", s);
   const int64_t n = s.rows;
@@ -159,11 +172,18 @@ Indicators indicators(const Matrix& s, std::optional<int64_t> window) {
   const int64_t w = window.value_or(n - 1);
   require(w >= 1 && w <= n - 1, "indicators", "window must be in [1, ", n - 1, "] for ", article(n), " ", n, " x ", n,
           " matrix, got ", w);
+  if (constant_on_band(s, w)) {
+    fail_argument("indicators", "matrix must vary over the offsets 1 .. ", w, " (1 <= |y - x| <= ", w,
+                  "), got the same value ", s(0, 1), " at every such S[x, y]: the indicators are undefined");
+  }
   Indicators result;
   result.window = w;
   result.monotonicity = monotonicity(s, w);
-  result.translation_invariance = translation_invariance(s, w);
-  result.symmetry = symmetry(s, w);
+  // The variances below are of S scaled by 2^-e (exact): S of a table times
+  // 1e80 has values ~1e160 whose squares would overflow.
+  const double scale = detail::normalising_factor(s.values);
+  result.translation_invariance = translation_invariance(s, scale, w);
+  result.symmetry = symmetry(s, scale, w);
   return result;
 }
 

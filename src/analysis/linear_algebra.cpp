@@ -119,41 +119,64 @@ double dot(const double* a, const double* b, int64_t n) noexcept {
 
 bool cholesky(double* a, int64_t n) noexcept {
   // Row by row (Cholesky-Banachiewicz): L[i, j] needs rows i and j up to column j,
-  // both contiguous, so every inner product is a dot().
-  for (int64_t i = 0; i < n; ++i) {
-    double* li = a + i * n;
-    for (int64_t j = 0; j < i; ++j) {
+  // both contiguous, so every inner product is a dot(). Rows advance kRows at a
+  // time in lock-step over the columns j < i0, so that row j is read from memory
+  // once per block rather than once per row (at n = 4096 the factor is 134 MB:
+  // row by row it streamed ~90 GB). Each L[i, j] is the same expression as row
+  // by row, so the result does not depend on the blocking.
+  constexpr int64_t kRows = 32;
+  for (int64_t i0 = 0; i0 < n; i0 += kRows) {
+    const int64_t i1 = std::min(n, i0 + kRows);
+    for (int64_t j = 0; j < i0; ++j) {
       const double* lj = a + j * n;
-      li[j] = (li[j] - dot(li, lj, j)) / lj[j];
+      for (int64_t i = i0; i < i1; ++i) {
+        double* li = a + i * n;
+        li[j] = (li[j] - dot(li, lj, j)) / lj[j];
+      }
     }
-    const double pivot = li[i] - dot(li, li, i);
-    if (!(pivot > 0.0)) return false;
-    li[i] = std::sqrt(pivot);
+    for (int64_t i = i0; i < i1; ++i) {
+      double* li = a + i * n;
+      for (int64_t j = i0; j < i; ++j) {
+        const double* lj = a + j * n;
+        li[j] = (li[j] - dot(li, lj, j)) / lj[j];
+      }
+      const double pivot = li[i] - dot(li, li, i);
+      if (!(pivot > 0.0)) return false;
+      li[i] = std::sqrt(pivot);
+    }
   }
   return true;
 }
 
 void cholesky_solve(const double* l, int64_t n, double* b, int64_t m) noexcept {
-  // L y = b, then L^T x = y, one row of b at a time (axpy over its m columns).
-  for (int64_t i = 0; i < n; ++i) {
-    double* bi = b + i * m;
-    for (int64_t k = 0; k < i; ++k) {
-      const double f = l[i * n + k];
-      const double* bk = b + k * m;
-      for (int64_t j = 0; j < m; ++j) bi[j] -= f * bk[j];
+  // L y = b, then L^T x = y, one row of b at a time (axpy over its columns),
+  // kPanel columns of b at a time: an [n, kPanel] panel stays in cache while
+  // every row of L passes over it (a whole [4096, 4096] b streamed from memory
+  // for each of its rows made one solve take ~25 s). Columns are independent,
+  // so the panels change no result.
+  constexpr int64_t kPanel = 64;
+  for (int64_t j0 = 0; j0 < m; j0 += kPanel) {
+    const int64_t j1 = std::min(m, j0 + kPanel);
+    for (int64_t i = 0; i < n; ++i) {
+      double* bi = b + i * m;
+      for (int64_t k = 0; k < i; ++k) {
+        const double f = l[i * n + k];
+        const double* bk = b + k * m;
+        for (int64_t j = j0; j < j1; ++j) bi[j] -= f * bk[j];
+      }
+      const double d = l[i * n + i];
+      for (int64_t j = j0; j < j1; ++j) bi[j] /= d;
     }
-    const double d = l[i * n + i];
-    for (int64_t j = 0; j < m; ++j) bi[j] /= d;
-  }
-  for (int64_t i = n - 1; i >= 0; --i) {
-    double* bi = b + i * m;
-    for (int64_t k = i + 1; k < n; ++k) {
-      const double f = l[k * n + i];
-      const double* bk = b + k * m;
-      for (int64_t j = 0; j < m; ++j) bi[j] -= f * bk[j];
+    for (int64_t i = n - 1; i >= 0; --i) {
+      double* bi = b + i * m;
+      for (int64_t k = i + 1; k < n; ++k) {
+        const double f = l[k * n + i];
+        const double* bk = b + k * m;
+        for (int64_t j = j0; j < j1; ++j) bi[j] -= f * bk[j];
+      }
+      const double d = l[i * n + i];
+      for (int64_t j = j0; j < j1; ++j) bi[j] /= d;
     }
-    const double d = l[i * n + i];
-    for (int64_t j = 0; j < m; ++j) bi[j] /= d;
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "parallel.h"
 #include "posenc/error.h"
 #include "sampling.h"
+#include "scaling.h"
 
 namespace posenc::analysis {
 namespace {
@@ -19,10 +21,15 @@ constexpr double kAbsoluteRidge = 1e-8;  // lambda = kAbsoluteRidge * trace(Xc^T
 using detail::Pair;
 using detail::PairLogistic;
 
+// Messages say what to change: "folds must be in [2, 1]" (a 1-row table) did not.
 void validate_folds(const Matrix& table, int64_t folds) {
   validate_table("probe", "table", table);
-  require(folds >= 2 && folds <= table.rows, "probe", "folds must be in [2, ", table.rows, "] for a table of ",
-          table.rows, " positions, got ", folds);
+  const int64_t n = table.rows;
+  require(n >= 2, "probe", "the table has 1 position; the probes need at least 2 (cross-validation holds out ",
+          "positions in at least 2 folds)");
+  require(folds >= 2, "probe", "folds must be >= 2, got ", folds);
+  require(folds <= n, "probe", "the table has ", n, " positions; ", folds, " folds need at least ", folds,
+          " (one held-out position per fold): use 2 .. ", n, " folds or a table of at least ", folds, " positions");
 }
 
 int64_t pair_count(int64_t n) { return n * (n - 1) / 2; }
@@ -32,8 +39,12 @@ int64_t validate_pairs(const Matrix& table, const ProbeOptions& options) {
   require(options.pairs >= 1, "probe", "pairs must be >= 1, got ", options.pairs);
   const int64_t n = table.rows;
   const int64_t used = std::min(options.pairs, pair_count(n));
-  require(used >= options.folds, "probe", "pairs (capped at n (n - 1) / 2 = ", pair_count(n), " for a table of ", n,
-          " positions) must be at least folds = ", options.folds, ", got ", used);
+  require(options.pairs >= options.folds, "probe", "pairs must be at least folds = ", options.folds, ", got ",
+          options.pairs);
+  // With n >= folds (validate_folds) only n = 2 has fewer pairs than folds.
+  require(used >= options.folds, "probe", "the table has ", n, " positions, hence ", pair_count(n), " pair",
+          pair_count(n) == 1 ? "" : "s", "; ", options.folds, " folds need at least ", options.folds,
+          " (one held-out pair per fold): use a table of at least 3 positions");
   return used;
 }
 
@@ -204,20 +215,27 @@ double relative_error_unchecked(const Matrix& table, const ProbeOptions& options
 
 }  // namespace
 
-double absolute_probe_mae(const Matrix& table, const ProbeOptions& options) {
-  validate_folds(table, options.folds);
-  return absolute_mae_unchecked(table, options);
+// Both probes are scale-free (ridge lambda follows trace(Xc^T Xc); columns are
+// standardized), but their sums of squares are not: an extreme table is probed
+// scaled by a power of two (exact).
+double absolute_probe_mae(const Matrix& original, const ProbeOptions& options) {
+  validate_folds(original, options.folds);
+  const std::optional<Matrix> scaled = detail::normalised_if_extreme(original);
+  return absolute_mae_unchecked(scaled ? *scaled : original, options);
 }
 
-double relative_probe_error(const Matrix& table, const ProbeOptions& options) {
-  validate_folds(table, options.folds);
-  const int64_t used = validate_pairs(table, options);
-  return relative_error_unchecked(table, options, used);
+double relative_probe_error(const Matrix& original, const ProbeOptions& options) {
+  validate_folds(original, options.folds);
+  const int64_t used = validate_pairs(original, options);
+  const std::optional<Matrix> scaled = detail::normalised_if_extreme(original);
+  return relative_error_unchecked(scaled ? *scaled : original, options, used);
 }
 
-ProbeResult probe(const Matrix& table, const ProbeOptions& options) {
-  validate_folds(table, options.folds);
-  const int64_t used = validate_pairs(table, options);
+ProbeResult probe(const Matrix& original, const ProbeOptions& options) {
+  validate_folds(original, options.folds);
+  const int64_t used = validate_pairs(original, options);
+  const std::optional<Matrix> scaled = detail::normalised_if_extreme(original);
+  const Matrix& table = scaled ? *scaled : original;
   ProbeResult result;
   result.absolute_mae = absolute_mae_unchecked(table, options);
   result.relative_error = relative_error_unchecked(table, options, used);

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "linear_algebra.h"
 #include "parallel.h"
 #include "posenc/error.h"
+#include "scaling.h"
 
 namespace posenc::analysis {
 
@@ -28,19 +30,24 @@ Matrix proximity(const Matrix& table, ProximityKind kind) {
   // S = PE PE^T is the Gram matrix of the columns of PE^T [d, n].
   std::vector<double> columns(static_cast<size_t>(n * d));
   detail::transpose(table.values.data(), n, d, columns.data());
-  if (kind == ProximityKind::kCosine) {
-    // Cosine does not depend on scale: bring the largest |value| into [0.5, 1) by
-    // a power of two (exact) so that no squared norm overflows or underflows.
-    double largest = 0.0;
-    for (double v : columns) largest = std::max(largest, std::abs(v));
-    if (largest > 0.0) {
-      int exponent = 0;
-      std::frexp(largest, &exponent);
-      for (double& v : columns) v = std::ldexp(v, -exponent);
-    }
-  }
+  // Both kinds run on the table scaled by 2^-e (exact), the largest |value|
+  // brought into [0.5, 1), so that no product or squared norm overflows or
+  // underflows; dot proximity is scaled back by 4^e once at the end.
+  const int exponent = detail::largest_exponent(columns);
+  if (exponent != 0)
+    for (double& v : columns) v = std::ldexp(v, -exponent);
   Matrix s(n, n);
   detail::gram_tn(columns.data(), d, n, s.values.data(), true);
+  if (kind == ProximityKind::kDot && exponent != 0) {
+    const int largest = detail::largest_exponent(s.values);
+    if (largest > 0 && largest + 2 * exponent > std::numeric_limits<double>::max_exponent) {
+      double biggest = 0.0;
+      for (double v : table.values) biggest = std::max(biggest, std::abs(v));
+      fail_argument("proximity", "dot proximity must fit in float64, got products beyond 1.8e308 for a table whose ",
+                    "largest |value| is ", biggest, " (use cosine proximity, which does not depend on scale)");
+    }
+    for (double& v : s.values) v = std::ldexp(v, 2 * exponent);
+  }
   if (kind == ProximityKind::kCosine) {
     std::vector<double> norm(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) norm[i] = std::sqrt(s(i, i));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "parallel.h"
 #include "posenc/error.h"
 #include "sampling.h"
+#include "scaling.h"
 
 namespace posenc::analysis {
 namespace {
@@ -35,8 +37,21 @@ std::vector<double> gather_rows(const Matrix& table, const std::vector<int64_t>&
 
 double squared_norm(const double* v, int64_t count) { return detail::dot(v, v, count); }
 
+// A residual relative to ||Y|| = 0 is 0 / 0: refused, naming the first such delta.
+void require_nonzero_targets(const Matrix& table, std::span<const int64_t> deltas) {
+  int64_t last = -1;  // the last row holding a non-zero value
+  for (int64_t r = table.rows - 1; r >= 0 && last < 0; --r)
+    for (int64_t c = 0; c < table.cols; ++c)
+      if (table(r, c) != 0.0) {
+        last = r;
+        break;
+      }
+  for (int64_t delta : deltas)
+    require(last >= delta, "translation", "the targets of delta ", delta, " (rows ", delta, " .. ", table.rows - 1,
+            " of the table) must not all be zero, got all zeros: the relative residual is undefined");
+}
+
 double relative_residual(double squared_error, double squared_target) {
-  if (squared_target == 0.0) return squared_error == 0.0 ? 0.0 : 1.0;
   return std::sqrt(squared_error / squared_target);
 }
 
@@ -131,10 +146,14 @@ std::vector<int64_t> default_deltas(int64_t positions) {
   return deltas;
 }
 
-TranslationResidual translation_residual_exact(const Matrix& table, std::span<const int64_t> deltas,
-                                               const std::function<Matrix(int64_t)>& operator_for) {
-  validate_table("translation", "table", table);
-  validate_deltas(table, deltas);
+TranslationResidual translation_residual_exact(const Matrix& original, std::span<const int64_t> deltas,
+                                               const std::function<Matrix(int64_t)>& operator_for,
+                                               const std::function<void(size_t)>& deltas_done) {
+  validate_table("translation", "table", original);
+  validate_deltas(original, deltas);
+  require_nonzero_targets(original, deltas);
+  const std::optional<Matrix> scaled = detail::normalised_if_extreme(original);  // T is linear: same residual
+  const Matrix& table = scaled ? *scaled : original;
   const int64_t n = table.rows, d = table.cols;
   TranslationResidual result;
   result.method = "exact";
@@ -157,14 +176,16 @@ TranslationResidual translation_residual_exact(const Matrix& table, std::span<co
     result.deltas.push_back(delta);
     result.residuals.push_back(residual);
     result.max_residual = std::max(result.max_residual, residual);
+    if (deltas_done) deltas_done(result.deltas.size());
   }
   return result;
 }
 
-TranslationResidual translation_residual_fitted(const Matrix& table, std::span<const int64_t> deltas, int64_t folds,
-                                                uint64_t seed) {
-  validate_table("translation", "table", table);
-  const int64_t n = table.rows, d = table.cols;
+TranslationResidual translation_residual_fitted(const Matrix& original, std::span<const int64_t> deltas,
+                                                int64_t folds, uint64_t seed,
+                                                const std::function<void(size_t)>& deltas_done) {
+  validate_table("translation", "table", original);
+  const int64_t n = original.rows, d = original.cols;
   require(!deltas.empty(), "translation", "deltas must hold at least 1 delta, got 0");
   for (int64_t delta : deltas) {
     require(delta >= 1 && delta <= n - 1, "translation", "delta must be in [1, ", n - 1, "] for a table of ", n,
@@ -172,6 +193,11 @@ TranslationResidual translation_residual_fitted(const Matrix& table, std::span<c
     require(folds >= 2 && folds <= n - delta, "translation", "folds must be in [2, ", n - delta, "] for delta ", delta,
             " on a table of ", n, " positions, got ", folds);
   }
+  require_nonzero_targets(original, deltas);
+  // Ridge with lambda proportional to trace(X^T X) is scale-equivariant, and so
+  // is the relative residual: a table of 1e200s is fitted as the same table scaled.
+  const std::optional<Matrix> scaled = detail::normalised_if_extreme(original);
+  const Matrix& table = scaled ? *scaled : original;
 
   // Folds per delta; the primal form needs D <= the smallest training set.
   std::vector<DeltaFolds> plan;
@@ -201,58 +227,49 @@ TranslationResidual translation_residual_fitted(const Matrix& table, std::span<c
     detail::gram_tn(columns.data(), d, n, gram.data(), true);
   }
 
-  // Partial sums X_f^T X_f and X_f^T Y_f of every fold of every primal delta.
-  const auto tasks = static_cast<int64_t>(plan.size()) * folds;
-  double work = 0.0;  // multiply-adds, roughly: a min(D, N)^2 max(D, N) solve per fold
-  for (const DeltaFolds& p : plan) {
-    const double count = static_cast<double>(n - p.delta);
-    work += static_cast<double>(folds) * std::min<double>(d, count) * std::min<double>(d, count) *
-            std::max<double>(d, count);
-  }
-  [[maybe_unused]] const bool threads = detail::worth_threads(work);
-  std::vector<std::vector<double>> xx(static_cast<size_t>(tasks)), xy(static_cast<size_t>(tasks));
-  detail::FirstFailure sum_failures;
-#pragma omp parallel for schedule(dynamic, 1) if (threads)
-  for (int64_t task = 0; task < tasks; ++task) {
-    const DeltaFolds& p = plan[task / folds];
-    if (!p.primal) continue;
-    sum_failures.run(task, [&] {
-      const std::vector<int64_t>& rows = p.members[task % folds];
-      const auto size = static_cast<int64_t>(rows.size());
-      const std::vector<double> x = gather_rows(table, rows, 0);
-      const std::vector<double> y = gather_rows(table, rows, p.delta);
-      xx[task].resize(static_cast<size_t>(d * d));
-      xy[task].resize(static_cast<size_t>(d * d));
-      detail::gram_tn(x.data(), size, d, xx[task].data(), false);
-      detail::multiply_tn(x.data(), y.data(), size, d, d, xy[task].data(), false);
-    });
-  }
-  sum_failures.rethrow();
-
-  std::vector<double> errors(static_cast<size_t>(tasks));
-  detail::FirstFailure failures;
-#pragma omp parallel for schedule(dynamic, 1) if (threads)
-  for (int64_t task = 0; task < tasks; ++task) {
-    const int64_t which = task / folds, f = task % folds;
-    const DeltaFolds& p = plan[which];
-    failures.run(task, [&] {
-      errors[task] = p.primal ? primal_fold_error(table, xx.data() + which * folds, xy.data() + which * folds, folds, f,
-                                                  p.members[f], p.delta)
-                              : dual_fold_error(table, gram, p.train[f], p.members[f], p.delta);
-    });
-  }
-  failures.rethrow();
-
+  // One delta at a time, so that only its folds' D x D partial sums are held
+  // (2 * folds * D^2 doubles; all deltas at once held 2 * deltas * folds * D^2:
+  // 16 GB at D = 4096).
   TranslationResidual result;
   result.method = "least-squares";
-  for (size_t which = 0; which < plan.size(); ++which) {
-    const int64_t delta = plan[which].delta;
+  std::vector<std::vector<double>> xx(static_cast<size_t>(folds)), xy(static_cast<size_t>(folds));
+  std::vector<double> errors(static_cast<size_t>(folds));
+  for (const DeltaFolds& p : plan) {
+    const double count = static_cast<double>(n - p.delta);
+    // multiply-adds, roughly: a min(D, N)^2 max(D, N) solve per fold
+    const double work =
+        static_cast<double>(folds) * std::min<double>(d, count) * std::min<double>(d, count) * std::max<double>(d, count);
+    [[maybe_unused]] const bool threads = detail::worth_threads(work);
+    if (p.primal) {
+      // Partial sums X_g^T X_g and X_g^T Y_g of every fold g; each product uses every thread.
+      for (int64_t g = 0; g < folds; ++g) {
+        const std::vector<int64_t>& rows = p.members[g];
+        const auto size = static_cast<int64_t>(rows.size());
+        const std::vector<double> x = gather_rows(table, rows, 0);
+        const std::vector<double> y = gather_rows(table, rows, p.delta);
+        xx[g].resize(static_cast<size_t>(d * d));
+        xy[g].resize(static_cast<size_t>(d * d));
+        detail::gram_tn(x.data(), size, d, xx[g].data(), true);
+        detail::multiply_tn(x.data(), y.data(), size, d, d, xy[g].data(), true);
+      }
+    }
+    detail::FirstFailure failures;
+#pragma omp parallel for schedule(dynamic, 1) if (threads)
+    for (int64_t f = 0; f < folds; ++f) {
+      failures.run(f, [&] {
+        errors[f] = p.primal ? primal_fold_error(table, xx.data(), xy.data(), folds, f, p.members[f], p.delta)
+                             : dual_fold_error(table, gram, p.train[f], p.members[f], p.delta);
+      });
+    }
+    failures.rethrow();
     double error = 0.0;
-    for (int64_t f = 0; f < folds; ++f) error += errors[static_cast<int64_t>(which) * folds + f];
-    const double residual = relative_residual(error, squared_norm(table.values.data() + delta * d, (n - delta) * d));
-    result.deltas.push_back(delta);
+    for (int64_t f = 0; f < folds; ++f) error += errors[f];
+    const double residual =
+        relative_residual(error, squared_norm(table.values.data() + p.delta * d, (n - p.delta) * d));
+    result.deltas.push_back(p.delta);
     result.residuals.push_back(residual);
     result.max_residual = std::max(result.max_residual, residual);
+    if (deltas_done) deltas_done(result.deltas.size());
   }
   return result;
 }

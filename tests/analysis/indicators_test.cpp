@@ -199,13 +199,47 @@ TEST(Indicators, WindowLimitsTheOffsets) {
   expect_matches_reference(near, 11, "band");
 }
 
-TEST(Indicators, ConstantMatrixIsInvariantAndSymmetric) {
+TEST(Indicators, ConstantBandIsRefused) {
+  // The proximity of an all-zero or constant table: translation invariance is
+  // 0 / 0. It once read 1 (and symmetry 1), a "perfect" sinusoid.
   Matrix s(6, 6);
-  for (double& v : s.values) v = 0.1;  // mean of 0.1s is not 0.1 in float64 unless shifted
-  const Indicators got = indicators(s);
-  EXPECT_EQ(got.monotonicity, 0.0);  // constant rows: rho = 0
-  EXPECT_EQ(got.translation_invariance, 1.0);
-  EXPECT_EQ(got.symmetry, 1.0);
+  for (double& v : s.values) v = 0.1;
+  EXPECT_TRUE(constant_on_band(s, 5));
+  expect_error([&] { indicators(s); },
+               "[indicators] matrix must vary over the offsets 1 .. 5 (1 <= |y - x| <= 5), got the same value "
+               "0.10000000000000001 at every such S[x, y]: the indicators are undefined");
+  expect_error([&] { indicators(Matrix(3, 3)); },
+               "[indicators] matrix must vary over the offsets 1 .. 2 (1 <= |y - x| <= 2), got the same value 0 at "
+               "every such S[x, y]: the indicators are undefined");
+  // The diagonal is not part of the band: a different diagonal does not help.
+  for (int64_t x = 0; x < 6; ++x) s(x, x) = 7.0;
+  expect_error([&] { indicators(s, 2); },
+               "[indicators] matrix must vary over the offsets 1 .. 2 (1 <= |y - x| <= 2), got the same value "
+               "0.10000000000000001 at every such S[x, y]: the indicators are undefined");
+  // Varying only outside the window still leaves the window's band constant.
+  s(0, 5) = 1.0;
+  EXPECT_FALSE(constant_on_band(s, 5));
+  EXPECT_TRUE(constant_on_band(s, 4));
+  EXPECT_NO_THROW(indicators(s));
+  EXPECT_THROW(indicators(s, 4), std::invalid_argument);
+}
+
+TEST(Indicators, DoNotDependOnScale) {
+  // The indicators are scale-free: S times 1e160 (the dot proximity of a table
+  // times 1e80) or 1e-200 must give the numbers of S. Its squared deviations
+  // overflowed (null in JSON) or underflowed (read as constant) before.
+  const Matrix base = proximity(test::random_table(40, 8, 21), ProximityKind::kDot);
+  const Indicators want = indicators(base, 20);
+  for (double scale : {1e160, 1e-200, 1e300, 0x1p-900}) {
+    Matrix s = base;
+    for (double& v : s.values) v *= scale;
+    const Indicators got = indicators(s, 20);
+    // Monotonicity is rank-based: exact. The others: each value rounded once by
+    // the scaling (1 ulp), sums over ~1000 terms: well within 1e-12.
+    EXPECT_EQ(got.monotonicity, want.monotonicity) << scale;
+    EXPECT_NEAR(got.translation_invariance, want.translation_invariance, 1e-12) << scale;
+    EXPECT_NEAR(got.symmetry, want.symmetry, 1e-12) << scale;
+  }
 }
 
 // ---- encodings ---------------------------------------------------------------

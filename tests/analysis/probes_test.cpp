@@ -159,12 +159,19 @@ TEST(Probes, Errors) {
   const Matrix t(8, 3);
   ProbeOptions options;
   options.folds = 9;
-  expect_error([&] { probe(t, options); }, "[probe] folds must be in [2, 8] for a table of 8 positions, got 9");
-  expect_error([&] { absolute_probe_mae(t, options); },
-               "[probe] folds must be in [2, 8] for a table of 8 positions, got 9");
+  // Too few positions for the folds: the message says what to change (it once read "folds must be in [2, 1]").
+  const char* too_few = "[probe] the table has 8 positions; 9 folds need at least 9 (one held-out position per fold): "
+                        "use 2 .. 8 folds or a table of at least 9 positions";
+  expect_error([&] { probe(t, options); }, too_few);
+  expect_error([&] { absolute_probe_mae(t, options); }, too_few);
+  expect_error([&] { probe(Matrix(1, 3), options); },
+               "[probe] the table has 1 position; the probes need at least 2 (cross-validation holds out positions "
+               "in at least 2 folds)");
+  expect_error([&] { probe(Matrix(3, 3)); },  // default 5 folds
+               "[probe] the table has 3 positions; 5 folds need at least 5 (one held-out position per fold): "
+               "use 2 .. 3 folds or a table of at least 5 positions");
   options.folds = 1;
-  expect_error([&] { relative_probe_error(t, options); },
-               "[probe] folds must be in [2, 8] for a table of 8 positions, got 1");
+  expect_error([&] { relative_probe_error(t, options); }, "[probe] folds must be >= 2, got 1");
   options.folds = 2;
   options.pairs = 0;
   expect_error([&] { probe(t, options); }, "[probe] pairs must be >= 1, got 0");
@@ -172,13 +179,11 @@ TEST(Probes, Errors) {
   EXPECT_NO_THROW(absolute_probe_mae(t, options));  // pairs do not concern the absolute probe
   options.pairs = 4096;
   expect_error([&] { probe(Matrix(2, 3), options); },
-               "[probe] pairs (capped at n (n - 1) / 2 = 1 for a table of 2 positions) must be at least folds = 2, "
-               "got 1");
+               "[probe] the table has 2 positions, hence 1 pair; 2 folds need at least 2 (one held-out pair per "
+               "fold): use a table of at least 3 positions");
   options.folds = 5;
   options.pairs = 3;
-  expect_error([&] { relative_probe_error(t, options); },
-               "[probe] pairs (capped at n (n - 1) / 2 = 28 for a table of 8 positions) must be at least folds = 5, "
-               "got 3");
+  expect_error([&] { relative_probe_error(t, options); }, "[probe] pairs must be at least folds = 5, got 3");
   expect_error([] { probe(Matrix(0, 3)); }, "[probe] table must have at least 1 row and 1 column, got 0 x 3");
   Matrix bad(8, 3);
   bad(0, 1) = INFINITY;

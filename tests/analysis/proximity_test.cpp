@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <vector>
 
 #include "analysis_test_support.h"
@@ -83,6 +85,35 @@ TEST(Proximity, CosineDoesNotDependOnScaleEvenNearOverflow) {
       EXPECT_NEAR(s.values[k], base.values[k], 1e-15) << scale;  // scaling rounds each value once
     }
   }
+}
+
+TEST(Proximity, DotAtExtremeScalesIsTheScaledDot) {
+  // Products of 1e-100s are 1e-200: each one used to be rounded where it was
+  // formed; now the sums run on the table scaled by a power of two and S is
+  // scaled back once, so S(c PE) = c^2 S(PE) up to the rounding of c PE itself.
+  const Matrix t = test::random_table(12, 9, 6);
+  const auto dot = reference_dot(t);
+  for (double scale : {1e-100, 1e80, 1e150}) {
+    Matrix scaled = t;
+    for (double& v : scaled.values) v *= scale;
+    const Matrix s = proximity(scaled, ProximityKind::kDot);
+    for (int64_t k = 0; k < t.rows * t.rows; ++k) {
+      const long double want = dot[k] * static_cast<long double>(scale) * static_cast<long double>(scale);
+      // 9 terms of ~1 with 1-ulp inputs: ~1e-15 of the largest |S| (~20).
+      EXPECT_NEAR(s.values[k] / (scale * scale), static_cast<double>(want / scale / scale), 1e-13) << scale;
+    }
+  }
+  Matrix huge = t;
+  for (double& v : huge.values) v *= 1e300;
+  std::ostringstream largest;
+  largest.precision(17);
+  double biggest = 0.0;
+  for (double v : huge.values) biggest = std::max(biggest, std::abs(v));
+  largest << biggest;
+  expect_error([&] { proximity(huge, ProximityKind::kDot); },
+               "[proximity] dot proximity must fit in float64, got products beyond 1.8e308 for a table whose largest "
+               "|value| is " + largest.str() + " (use cosine proximity, which does not depend on scale)");
+  EXPECT_NO_THROW(proximity(huge, ProximityKind::kCosine));
 }
 
 TEST(Proximity, SameBitsForAnyNumberOfThreads) {

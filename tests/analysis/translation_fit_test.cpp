@@ -210,19 +210,48 @@ TEST(TranslationFit, DeterministicPerSeedAndThreadCount) {
   EXPECT_NE(a.residuals, c.residuals);  // other folds, other held-out errors
 }
 
-TEST(TranslationFit, ZeroTargetsAreExactOrOne) {
-  Matrix zero(6, 3);
-  const TranslationResidual fitted = translation_residual_fitted(zero, std::vector<int64_t>{1}, 2);
-  EXPECT_EQ(fitted.max_residual, 0.0);  // T = 0 fits Y = 0 exactly
+TEST(TranslationFit, ZeroTargetsAreRefused) {
+  // ||Y|| = 0 makes the relative residual 0 / 0; it once read 0 ("exactly translatable") for an all-zero table.
+  const Matrix zero(6, 3);
+  expect_error([&] { translation_residual_fitted(zero, std::vector<int64_t>{1}, 2); },
+               "[translation] the targets of delta 1 (rows 1 .. 5 of the table) must not all be zero, got all "
+               "zeros: the relative residual is undefined");
   Matrix first_row(6, 3);
-  first_row(0, 0) = 1.0;  // Y = PE[4 ..] is zero, X T^T is not
-  const TranslationResidual exact = translation_residual_exact(first_row, std::vector<int64_t>{4},
-                                                               [](int64_t) { return rotation_operator(3, {}, 0); });
-  EXPECT_EQ(exact.max_residual, 1.0);
+  first_row(1, 0) = 1.0;  // Y = PE[2 ..] is zero for delta 2, not for delta 1
+  auto identity = [](int64_t) { return rotation_operator(3, {}, 0); };
+  EXPECT_NO_THROW(translation_residual_exact(first_row, std::vector<int64_t>{1}, identity));
+  expect_error([&] { translation_residual_exact(first_row, std::vector<int64_t>{1, 2, 4}, identity); },
+               "[translation] the targets of delta 2 (rows 2 .. 5 of the table) must not all be zero, got all "
+               "zeros: the relative residual is undefined");
+}
+
+TEST(TranslationFit, ResidualDoesNotDependOnScale) {
+  // A sinusoid (nearly translatable) and a random table (not): the residual is
+  // relative, so the table times 1e-150 or 1e150 must give the same numbers;
+  // the sums of squares of such tables under- or overflow unless normalised.
+  for (const Matrix& base : {test::sinusoidal_table(64, 16), test::random_table(64, 8, 3)}) {
+    const std::vector<int64_t> deltas = {1, 3, 16};
+    const TranslationResidual want = translation_residual_fitted(base, deltas, 4, 2);
+    for (double scale : {1e-150, 1e150, 0x1p-700, 0x1p700}) {
+      Matrix scaled = base;
+      for (double& v : scaled.values) v *= scale;
+      const TranslationResidual got = translation_residual_fitted(scaled, deltas, 4, 2);
+      ASSERT_EQ(got.residuals.size(), want.residuals.size());
+      for (size_t k = 0; k < deltas.size(); ++k) {
+        // Powers of two are exact: the same bits. Decimal scales round every value
+        // once (1 ulp); the sinusoid's near-singular ridge system amplifies that by
+        // its condition number (~1e5 here: its residual ~1e-6 moves by ~1e-5 of itself).
+        if (scale == 0x1p-700 || scale == 0x1p700)
+          EXPECT_EQ(got.residuals[k], want.residuals[k]) << scale;
+        else
+          EXPECT_NEAR(got.residuals[k], want.residuals[k], 1e-3 * want.residuals[k] + 1e-15) << scale;
+      }
+    }
+  }
 }
 
 TEST(TranslationFit, Errors) {
-  const Matrix table(8, 16);
+  const Matrix table = test::random_table(8, 16, 5);  // not all zero: zero targets are refused first
   auto identity = [](int64_t) { return rotation_operator(16, {}, 0); };
   expect_error([&] { translation_residual_exact(table, std::vector<int64_t>{}, identity); },
                "[translation] deltas must hold at least 1 delta, got 0");

@@ -14,14 +14,20 @@
 //   values would make every dot-product matrix look invariant), the share of
 //   S's variance explained by the offset y - x (the correlation ratio eta^2):
 //   1 - sum_B (S - mean of its diagonal)^2 / sum_B (S - mean_B)^2;
-//   1 for a Toeplitz matrix (constant diagonals), and 1 when S is constant on B.
+//   1 for a Toeplitz matrix (constant diagonals). When S is constant on B
+//   (the proximity of an all-zero or constant table) the ratio is 0 / 0 and
+//   the indicators are refused rather than read as "perfectly invariant".
 // symmetry in [-1, 1]: the pairs (a, b) = (S[x, x + m], S[x, x - m]) for every
 //   x and m = 1 .. W with both inside; Lin's concordance correlation
 //   2 cov(a, b) / (var a + var b + (mean a - mean b)^2) (population moments):
 //   1 exactly when a = b (every row mirrors about its diagonal entry: x is as
 //   close to x + m as to x - m; not the same as S = S^T, which dot and cosine
 //   proximity always are), -1 when a = -b with zero means; 1 when the
-//   denominator is 0 (then a = b) and when no pair exists (n = 2).
+//   denominator is 0 while S varies on B (then a = b: every pair mirrors) and
+//   when no pair exists (n = 2).
+// Scale: every indicator is scale-free, and is computed so at any scale: S
+// times 1e160 or 1e-200 gives the same numbers as S (within the rounding of the
+// scaled values themselves).
 #pragma once
 
 #include <cstdint>
@@ -38,10 +44,16 @@ struct Indicators {
   int64_t window = 0;  // the W used
 };
 
-// S square, n >= 2, finite; window in [1, n - 1]. Throws
+// S square, n >= 2, finite, not constant on B; window in [1, n - 1]. Throws
 //   "[indicators] window must be in [1, 7] for an 8 x 8 matrix, got 9"
 //   "[indicators] matrix must be at least 2 x 2, got 1 x 1"
+//   "[indicators] matrix must vary over the offsets 1 .. 7 (1 <= |y - x| <= 7), got the same value 0 at every such
+//    S[x, y]: the indicators are undefined"   (one line)
 // and as validate_square("indicators", "matrix", ...).
 Indicators indicators(const Matrix& s, std::optional<int64_t> window = std::nullopt);
+
+// Whether every S[x, y] with 1 <= |y - x| <= window is the same number (the
+// case indicators() refuses). S square, n >= 2, window in [1, n - 1]; unchecked.
+bool constant_on_band(const Matrix& s, int64_t window);
 
 }  // namespace posenc::analysis

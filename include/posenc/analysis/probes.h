@@ -48,11 +48,18 @@ struct ProbeResult {
   int64_t pairs = 0;  // pairs used by the relative probe
 };
 
-// table [n, d], n >= folds. Throws
-//   "[probe] folds must be in [2, 8] for a table of 8 positions, got 9"
+// table [n, d], n >= folds >= 2. Scale-free at any scale (an extreme table is
+// probed scaled by a power of two). Throws
+//   "[probe] the table has 1 position; the probes need at least 2 (cross-validation holds out positions in at
+//    least 2 folds)"   (one line)
+//   "[probe] folds must be >= 2, got 1"
+//   "[probe] the table has 3 positions; 5 folds need at least 5 (one held-out position per fold): use 2 .. 3 folds
+//    or a table of at least 5 positions"   (one line)
 // and as validate_table("probe", "table", ...); the relative probe (and probe) also
 //   "[probe] pairs must be >= 1, got 0"
-//   "[probe] pairs (capped at n (n - 1) / 2 = 1 for a table of 2 positions) must be at least folds = 2, got 1"
+//   "[probe] pairs must be at least folds = 5, got 3"
+//   "[probe] the table has 2 positions, hence 1 pair; 2 folds need at least 2 (one held-out pair per fold): use
+//    a table of at least 3 positions"   (one line; only n = 2 has fewer pairs than folds)
 double absolute_probe_mae(const Matrix& table, const ProbeOptions& options = {});
 double relative_probe_error(const Matrix& table, const ProbeOptions& options = {});
 ProbeResult probe(const Matrix& table, const ProbeOptions& options = {});

@@ -3,8 +3,10 @@
 //
 // The residual for one delta is relative:
 //   r(delta) = ||Y - X T^T||_F / ||Y||_F,  X = PE[0 .. n-1-delta], Y = PE[delta .. n-1]
-// (when Y is all zeros: 0 if the fit is exact, else 1). T = 0 gives 1, so a
-// useful operator gives r well below 1.
+// T = 0 gives 1, so a useful operator gives r well below 1. When Y is all
+// zeros r is 0 / 0: refused (an all-zero table is not "exactly translatable").
+// r is scale-free and computed so at any scale (a table of 1e200s is fitted
+// as the same table scaled by a power of two, which is exact).
 //
 // exact:  T(delta) given (the sinusoid's block rotations from
 //         kernels::translation_matrix, RoPE's from rotation_operator below):
@@ -48,15 +50,24 @@ std::vector<int64_t> default_deltas(int64_t positions);
 //   "[translation] deltas must hold at least 1 delta, got 0"
 //   "[translation] delta must be in [1, 7] for a table of 8 positions, got 8"
 //   "[translation] operator for delta 2 must be 16 x 16, got 16 x 8"
+//   "[translation] the targets of delta 4 (rows 4 .. 5 of the table) must not all be zero, got all zeros: the
+//    relative residual is undefined"   (one line)
 // and as validate_table("translation", "table" / "operator for delta 2", ...).
+// deltas_done, when given, is called after each delta with the number done
+// (progress display; the library prints nothing).
 TranslationResidual translation_residual_exact(const Matrix& table, std::span<const int64_t> deltas,
-                                               const std::function<Matrix(int64_t)>& operator_for);
+                                               const std::function<Matrix(int64_t)>& operator_for,
+                                               const std::function<void(size_t)>& deltas_done = {});
 
 // folds in [2, n - delta] for every delta (checked in the order given). Throws
-// the delta and table errors above and
+// the delta, zero-target and table errors above and
 //   "[translation] folds must be in [2, 7] for delta 1 on a table of 8 positions, got 9"
+// Cost per delta (N = n - delta): primal O(folds (N D^2 + D^3)) time and
+// 2 (folds + 2) D^2 doubles; dual (D > the training pairs) O(n^2 D + folds N^3)
+// time and n^2 + 2 N^2 doubles. Deltas run one after another.
 TranslationResidual translation_residual_fitted(const Matrix& table, std::span<const int64_t> deltas,
-                                                int64_t folds = 5, uint64_t seed = 0);
+                                                int64_t folds = 5, uint64_t seed = 0,
+                                                const std::function<void(size_t)>& deltas_done = {});
 
 // One (sin, cos) column pair of angular frequency omega: PE[p][sin_col] =
 // a sin(p omega + phi), PE[p][cos_col] = a cos(p omega + phi).
