@@ -6,12 +6,17 @@
 // train, eval and encodings exist when posenc is built with the torch layer
 // (POSENC_BUILD_NN, which defines POSENC_WITH_NN here).
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "analyze_command.h"
+#include "decimal_options.h"
 #include "demo_command.h"
 #include "plot_command.h"
 #include "probe_command.h"
@@ -37,11 +42,47 @@ int report(const std::string& message, int code) {
   return code;
 }
 
+// The command that ran ("table", "train", ...), or "posenc" before one was parsed.
+std::string command_name(const CLI::App& app) {
+  const std::vector<CLI::App*> parsed = app.get_subcommands();
+  return parsed.empty() ? app.get_name() : parsed.front()->get_name();
+}
+
+#ifdef POSENC_WITH_NN
+// libtorch's allocation failure, e.g. "[enforce fail at alloc_cpu.cpp:75] err == 0.
+// DefaultCPUAllocator: can't allocate memory: you tried to allocate 1234 bytes. Error code 12 (...)".
+constexpr std::string_view kTorchAllocFailure = "[enforce fail at alloc_cpu.cpp";
+constexpr std::string_view kTorchAllocSize = "you tried to allocate ";
+
+// "[eval] out of memory: needed 1.2 GB more" (decimal units), or without the
+// size when the message has none.
+std::string torch_out_of_memory(std::string_view command, std::string_view message) {
+  std::string line = "[" + std::string(command) + "] out of memory";
+  const size_t at = message.find(kTorchAllocSize);
+  if (at == std::string_view::npos) return line;
+  const std::string digits(message.substr(at + kTorchAllocSize.size()));
+  char* end = nullptr;
+  double size = std::strtod(digits.c_str(), &end);
+  if (end == digits.c_str()) return line;
+  const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+  int unit = 0;
+  while (size >= 1000.0 && unit < 6) size /= 1000.0, ++unit;
+  char text[64];
+  if (unit == 0) {
+    std::snprintf(text, sizeof text, ": needed %.0f bytes more", size);
+  } else {
+    std::snprintf(text, sizeof text, ": needed %.1f %s more", size, units[unit]);
+  }
+  return line + text;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"posenc: positional encodings for transformers", "posenc"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "posenc " POSENC_VERSION);
   const posenc::cli::TableCommand table(app);
   const posenc::cli::DemoCommand demo(app);
   const posenc::cli::AnalyzeCommand analyze(app);
@@ -53,6 +94,7 @@ int main(int argc, char** argv) {
   const posenc::cli::EvalCommand evaluate(app);
   const posenc::cli::EncodingsCommand encodings(app);
 #endif
+  posenc::cli::require_decimal_integers(app);  // after every command: it walks their options
   try {
     app.parse(argc, argv);
     if (table.selected()) table.run();
@@ -67,7 +109,7 @@ int main(int argc, char** argv) {
     if (encodings.selected()) encodings.run();
 #endif
     return 0;
-  } catch (const CLI::Success& e) {  // --help
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return report(e.what(), 2);
@@ -77,10 +119,12 @@ int main(int argc, char** argv) {
   } catch (const c10::ValueError& e) {  // torch-layer argument errors; what() would add a backtrace
     return report(e.what_without_backtrace(), 2);
   } catch (const c10::Error& e) {
-    return report(e.what_without_backtrace(), 1);
+    const std::string_view message = e.what_without_backtrace();
+    if (message.starts_with(kTorchAllocFailure)) return report(torch_out_of_memory(command_name(app), message), 1);
+    return report(std::string(message), 1);
 #endif
-  } catch (const std::bad_alloc&) {
-    return report("out of memory (try a smaller table)", 1);
+  } catch (const std::bad_alloc&) {  // no guess at the cause: any command can run out
+    return report("[" + command_name(app) + "] out of memory", 1);
   } catch (const std::exception& e) {
     return report(e.what(), 1);
   }

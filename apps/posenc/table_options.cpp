@@ -1,5 +1,8 @@
 #include "table_options.h"
 
+#include <cmath>
+#include <limits>
+
 #include "posenc/error.h"
 
 namespace posenc::cli {
@@ -11,6 +14,9 @@ constexpr int64_t kAnalysisDim = 128;
 constexpr int64_t kAnalysisGridSide = 16;                        // 16 x 16 = 256 cells
 constexpr int64_t kAnalysisFrames = 4, kAnalysisGrid3dSide = 8;  // 4 x 8 x 8 = 256 cells
 constexpr int64_t kAnalysisGrid3dDim = 126;                      // the multiple of 6 nearest 128
+// Kernels turn a position into a double (angles, index values): every integer
+// up to 2^53 is exact there; beyond, neighbouring positions would merge.
+constexpr int64_t kMaxExactPosition = int64_t{1} << 53;
 
 bool is_bit_kind(kernels::AbsoluteKind kind) {
   using enum kernels::AbsoluteKind;
@@ -57,31 +63,60 @@ void TableOptions::add_shared(CLI::App& app) {
                          ->needs(normalize_);
 }
 
-void TableOptions::require_given(std::string_view op, std::string_view kind,
-                                 std::initializer_list<const CLI::Option*> options) const {
-  for (const CLI::Option* o : options) {
-    if (o->count() == 0) fail_argument(op, o->get_name(), " is required for kind '", kind, "'");
+std::array<std::pair<TableOption, const CLI::Option*>, 13> TableOptions::shared_options() const {
+  using enum TableOption;
+  return {{{kPositions, positions_},
+           {kStart, start_},
+           {kLength, length_},
+           {kFrames, frames_},
+           {kHeight, height_},
+           {kWidth, width_},
+           {kDim, dim_},
+           {kBase, base_},
+           {kScale, scale_},
+           {kLayout, layout_},
+           {kPrecision, precision_},
+           {kNormalize, normalize_},
+           {kNormalizeScale, normalize_scale_}}};
+}
+
+void TableOptions::check_kind_options(const TableKind& kind, std::string_view op, bool sizes_required) const {
+  for (const auto& [which, option] : shared_options()) {
+    if (option->count() > 0 && !kind.options.contains(which)) {
+      fail_argument(op, option->get_name(), " does not apply to kind '", kind.name, "'");
+    }
+  }
+  if (!kind.options.contains(TableOption::kRopeScaling)) rope_.refuse_for(op, "kind '" + std::string(kind.name) + "'");
+  if (!sizes_required) return;
+  for (const auto& [which, option] : shared_options()) {
+    if (option->count() == 0 && kind.required.contains(which)) {
+      fail_argument(op, option->get_name(), " is required for kind '", kind.name, "'");
+    }
   }
 }
 
-void TableOptions::refuse_given(std::string_view op, std::string_view kind,
-                                std::initializer_list<const CLI::Option*> options) const {
-  for (const CLI::Option* o : options) {
-    if (o->count() > 0) fail_argument(op, o->get_name(), " does not apply to kind '", kind, "'");
+void TableOptions::check_position_range(const TableKind& kind, std::string_view op, int64_t positions) const {
+  if (!kind.options.contains(TableOption::kStart) || positions < 1) return;  // the kernels refuse N < 1
+  const int64_t start = v_.start;
+  if (start < -kMaxExactPosition) {
+    fail_argument(op, "--start must be at least ", -kMaxExactPosition, " (-2^53; positions are exact in double), got ",
+                  start);
+  }
+  // start >= -2^53, so kMaxExactPosition - start cannot overflow.
+  if (start > kMaxExactPosition || positions - 1 > kMaxExactPosition - start) {
+    fail_argument(op, "the last position --start + --positions - 1 must be at most ", kMaxExactPosition,
+                  " (2^53; positions are exact in double), got ", start, " + ", positions, " - 1");
   }
 }
 
 void TableOptions::refuse_all(std::string_view op, std::string_view what) const {
-  for (const CLI::Option* o : {positions_, start_, length_, frames_, height_, width_, dim_, base_, scale_, layout_,
-                               precision_, normalize_, normalize_scale_}) {
-    if (o->count() > 0) fail_argument(op, o->get_name(), " does not apply to ", what);
+  for (const auto& [which, option] : shared_options()) {
+    if (option->count() > 0) fail_argument(op, option->get_name(), " does not apply to ", what);
   }
   rope_.refuse_for(op, what);
 }
 
-kernels::AbsoluteParams TableOptions::absolute_params(const TableKind& kind, std::string_view op) const {
-  refuse_given(op, kind.name, {frames_, height_, width_, normalize_, normalize_scale_});
-  rope_.refuse_for(op, "kind '" + std::string(kind.name) + "'");
+kernels::AbsoluteParams TableOptions::absolute_params(const TableKind& kind) const {
   const char* family = "sinusoidal";  // the kernels name layout and precision errors by the family using them
   kernels::AbsoluteParams params;
   params.kind = kind.absolute;
@@ -94,11 +129,7 @@ kernels::AbsoluteParams TableOptions::absolute_params(const TableKind& kind, std
   return params;
 }
 
-kernels::SinusoidalGridParams TableOptions::grid_params(const TableKind& kind, std::string_view op) const {
-  const bool three_d = kind.family == TableFamily::kGrid3d;
-  refuse_given(op, kind.name, {positions_, start_, length_});
-  if (!three_d) refuse_given(op, kind.name, {frames_});
-  rope_.refuse_for(op, "kind '" + std::string(kind.name) + "'");
+kernels::SinusoidalGridParams TableOptions::grid_params(const TableKind& kind) const {
   const std::string family(kind.name);
   kernels::SinusoidalGridParams params;
   params.frames = v_.frames;
@@ -114,51 +145,47 @@ kernels::SinusoidalGridParams TableOptions::grid_params(const TableKind& kind, s
   return params;
 }
 
-void TableOptions::check_rope(const TableKind& kind, std::string_view op) const {
-  refuse_given(op, kind.name, {length_, frames_, height_, width_, normalize_, normalize_scale_, scale_, layout_});
-}
-
 Table TableOptions::float_table(const TableKind& kind) const {
   const char* op = "table";
+  check_kind_options(kind, op, true);
+  check_position_range(kind, op, v_.positions);
+  // Values are scale * sin / cos, so |scale| <= FLT_MAX keeps every float32 value finite.
+  constexpr double kMaxFloat = std::numeric_limits<float>::max();
+  if (kind.options.contains(TableOption::kScale) && std::isfinite(v_.scale) && std::abs(v_.scale) > kMaxFloat) {
+    fail_argument(op, "--scale must be at most ", kMaxFloat,
+                  " in magnitude (the largest float32: the table is written as float32), got ", v_.scale);
+  }
   switch (kind.family) {
-    case TableFamily::kAbsolute: {
-      require_given(op, kind.name, {positions_, dim_});
-      const kernels::AbsoluteParams params = absolute_params(kind, op);
-      return make_absolute_table(kind.name, params, kernels::Positions::range(v_.start, v_.positions));
-    }
+    case TableFamily::kAbsolute:
+      return make_absolute_table(kind.name, absolute_params(kind), kernels::Positions::range(v_.start, v_.positions));
     case TableFamily::kRope:
-      require_given(op, kind.name, {positions_, dim_});
-      check_rope(kind, op);
       return make_rope_table(kind.name, v_.dim, v_.base, rope_.scaling(), rope_.seq_len(),
                              kernels::parse_precision(v_.precision, "rope"), v_.start, v_.positions);
     case TableFamily::kGrid2d:
-    case TableFamily::kGrid3d: {
-      const bool three_d = kind.family == TableFamily::kGrid3d;
-      require_given(op, kind.name, {height_, width_, dim_});
-      if (three_d) require_given(op, kind.name, {frames_});
-      return make_grid_table(kind.name, three_d, grid_params(kind, op));
-    }
+    case TableFamily::kGrid3d:
+      return make_grid_table(kind.name, kind.family == TableFamily::kGrid3d, grid_params(kind));
   }
   fail_argument(op, "unknown kind '", kind.name, "'");
 }
 
 report::TableSource TableOptions::analysis_source(const TableKind& kind, std::string_view op) const {
   const int64_t positions = positions_->count() > 0 ? v_.positions : kAnalysisPositions;
+  check_kind_options(kind, op, false);
+  check_position_range(kind, op, positions);
   switch (kind.family) {
     case TableFamily::kAbsolute: {
-      kernels::AbsoluteParams params = absolute_params(kind, op);
+      kernels::AbsoluteParams params = absolute_params(kind);
       if (dim_->count() == 0) params.dim = is_bit_kind(kind.absolute) ? bit_width(positions) : kAnalysisDim;
       return report::absolute_source(kind.name, params, kernels::Positions::range(v_.start, positions));
     }
     case TableFamily::kRope:
-      check_rope(kind, op);
       return report::rope_source(kind.name, dim_->count() > 0 ? v_.dim : kAnalysisDim, v_.base, rope_.scaling(),
                                  rope_.seq_len(), kernels::parse_precision(v_.precision, "rope"), v_.start,
                                  positions);
     case TableFamily::kGrid2d:
     case TableFamily::kGrid3d: {
       const bool three_d = kind.family == TableFamily::kGrid3d;
-      kernels::SinusoidalGridParams params = grid_params(kind, op);
+      kernels::SinusoidalGridParams params = grid_params(kind);
       const int64_t side = three_d ? kAnalysisGrid3dSide : kAnalysisGridSide;
       if (height_->count() == 0) params.height = side;
       if (width_->count() == 0) params.width = side;

@@ -3,14 +3,16 @@
 // (float32 table, every size required) and `posenc analyze / plot / probe`
 // (float64 table, sizes defaulting to the classic figure: 256 positions,
 // dim 128; bit kinds ceil(log2 N) columns; sinusoidal-2d 16 x 16;
-// sinusoidal-3d 4 x 8 x 8 with dim 126).
+// sinusoidal-3d 4 x 8 x 8 with dim 126). An option the kind does not read
+// (TableKind::options) is refused, never ignored.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "kinds.h"
 #include "posenc/report/sources.h"
@@ -31,7 +33,8 @@ class TableOptions {
   // Registers the RoPE scaling group (last, so it follows in --help).
   void add_rope(CLI::App& app) { rope_.add_to(app); }
 
-  // `posenc table`: the float32 table; messages name "table".
+  // `posenc table`: the float32 table; messages name "table". Also refuses a
+  // --scale whose values would overflow float32.
   Table float_table(const TableKind& kind) const;
   // analyze / plot / probe: the float64 table; messages name `op`.
   report::TableSource analysis_source(const TableKind& kind, std::string_view op) const;
@@ -55,14 +58,16 @@ class TableOptions {
     double normalize_scale = 0.0;
   };
 
-  kernels::AbsoluteParams absolute_params(const TableKind& kind, std::string_view op) const;
-  kernels::SinusoidalGridParams grid_params(const TableKind& kind, std::string_view op) const;
-  void check_rope(const TableKind& kind, std::string_view op) const;
-  // "[op] --x is required for kind 'k'" / "[op] --x does not apply to kind 'k'".
-  void require_given(std::string_view op, std::string_view kind,
-                     std::initializer_list<const CLI::Option*> options) const;
-  void refuse_given(std::string_view op, std::string_view kind,
-                    std::initializer_list<const CLI::Option*> options) const;
+  kernels::AbsoluteParams absolute_params(const TableKind& kind) const;
+  kernels::SinusoidalGridParams grid_params(const TableKind& kind) const;
+  // The options in TableOption order, each with its flag.
+  std::array<std::pair<TableOption, const CLI::Option*>, 13> shared_options() const;
+  // "[op] --x does not apply to kind 'k'" for any option the kind does not read
+  // (kind.options), then, when `sizes_required`, "[op] --x is required for kind 'k'".
+  void check_kind_options(const TableKind& kind, std::string_view op, bool sizes_required) const;
+  // "[op] --start must be at least -9007199254740992 ..." / "[op] the last position ...":
+  // positions must stay within +-2^53, where every integer is exact as a double.
+  void check_position_range(const TableKind& kind, std::string_view op, int64_t positions) const;
 
   Values v_;
   CLI::Option* positions_ = nullptr;

@@ -310,7 +310,8 @@ BAD_ARGUMENTS = [
     (["table", "sinusoidal", "--positions", 4, "--dim", 8, "--out", "t.txt"],
      "[table] output file must end in .npy or .csv, got 't.txt'"),
     # Parse errors from CLI11.
-    (["table", "sinusoidal", "--positions", "abc", "--dim", 8], "Could not convert: --positions = abc"),
+    (["table", "sinusoidal", "--positions", "abc", "--dim", 8],
+     "[table] --positions must be a decimal integer in -9223372036854775808..9223372036854775807, got 'abc'"),
     (["table", "sinusoidal", "--positions", 4, "--dim", 8, "--bogus"],
      "The following argument was not expected: --bogus"),
     (["table", "sinusoidal-2d", "--height", 4, "--width", 4, "--dim", 8, "--normalize-scale", 2],
@@ -347,4 +348,179 @@ def test_out_of_memory(tmp_path):
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
     r = run("table", "sinusoidal", "--positions", 65536, "--dim", 32768, cwd=tmp_path, preexec_fn=limit_memory)
-    assert (r.returncode, r.stderr, r.stdout) == (1, "posenc: out of memory (try a smaller table)\n", "")
+    # The command that ran out, and no guess at why.
+    assert (r.returncode, r.stderr, r.stdout) == (1, "posenc: [table] out of memory\n", "")
+
+
+# ---------------------------------------------------------------- integers, version, limits (issue 19)
+
+INT64 = "-9223372036854775808..9223372036854775807"
+UINT64 = "0..18446744073709551615"
+
+# Every integer option takes plain decimal text only: CLI11 alone reads "0x10" as 16, "-1" for an unsigned
+# option as 2^64 - 1, and an int64 past its range as the largest int64.
+INTEGER_ARGUMENTS = [
+    (["table", "sinusoidal", "--positions", "0x10", "--dim", 8],
+     f"[table] --positions must be a decimal integer in {INT64}, got '0x10'"),
+    (["table", "sinusoidal", "--positions", 4, "--dim", "1e3"],
+     f"[table] --dim must be a decimal integer in {INT64}, got '1e3'"),
+    (["table", "sinusoidal", "--positions", "+4", "--dim", 8],
+     f"[table] --positions must be a decimal integer in {INT64}, got '+4'"),
+    (["table", "sinusoidal", "--positions", "99999999999999999999", "--dim", 8],
+     f"[table] --positions must be a decimal integer in {INT64}, got '99999999999999999999'"),
+    (["table", "sinusoidal", "--positions", 4, "--dim", 8, "--start", "-9223372036854775809"],
+     f"[table] --start must be a decimal integer in {INT64}, got '-9223372036854775809'"),
+    (["table", "rope", "--positions", 4, "--dim", 8, "--seq-len", "0x100"],
+     f"[table] --seq-len must be a decimal integer in {INT64}, got '0x100'"),
+    (["probe", "sinusoidal", "--seed", -1], f"[probe] --seed must be a decimal integer in {UINT64}, got '-1'"),
+    (["probe", "sinusoidal", "--seed", "18446744073709551616"],
+     f"[probe] --seed must be a decimal integer in {UINT64}, got '18446744073709551616'"),
+    (["probe", "sinusoidal", "--folds", "05x"], f"[probe] --folds must be a decimal integer in {INT64}, got '05x'"),
+    (["analyze", "sinusoidal", "--window", "0x8"], f"[analyze] --window must be a decimal integer in {INT64}, got '0x8'"),
+    (["report", "--seed", "-1"], f"[report] --seed must be a decimal integer in {UINT64}, got '-1'"),
+]
+
+
+@pytest.mark.parametrize("args,message", INTEGER_ARGUMENTS, ids=[_case_id(c) for c in INTEGER_ARGUMENTS])
+def test_integers_are_plain_decimal(tmp_path, args, message):
+    r = run(*args, cwd=tmp_path)
+    assert (r.returncode, r.stderr, r.stdout) == (2, f"posenc: {message}\n", "")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_leading_zeros_are_decimal(tmp_path):
+    # "010" is ten, not octal eight; "-010" is minus ten.
+    a = table(tmp_path, "index", "--positions", "010", "--dim", "01", "--start", "-010")
+    np.testing.assert_array_equal(a, np.arange(-10, 0, dtype=np.float32)[:, None])
+    # The largest values of each type are accepted as written.
+    r = run("probe", "sinusoidal", "--positions", 16, "--dim", 8, "--seed", "18446744073709551615", "--json")
+    assert r.returncode == 0, r.stderr
+    assert '"seed": 18446744073709551615' in r.stdout
+
+
+def project_version():
+    text = (REPO / "CMakeLists.txt").read_text()
+    return text.split("project(posenc VERSION ", 1)[1].split()[0]
+
+
+def test_version():
+    r = run("--version")
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"posenc {project_version()}\n", "")
+
+
+# Positions are exact in double up to 2^53 (the kernels form angles and values from a double position);
+# beyond, neighbouring positions merge, and start + N - 1 can overflow int64.
+EXACT = 2 ** 53
+LIMIT_ARGUMENTS = [
+    (["table", "sinusoidal", "--positions", 10, "--dim", 8, "--start", 2 ** 63 - 8],
+     f"[table] the last position --start + --positions - 1 must be at most {EXACT} (2^53; positions are exact "
+     f"in double), got {2 ** 63 - 8} + 10 - 1"),
+    (["table", "index", "--positions", 2, "--dim", 1, "--start", EXACT],
+     f"[table] the last position --start + --positions - 1 must be at most {EXACT} (2^53; positions are exact "
+     f"in double), got {EXACT} + 2 - 1"),
+    (["table", "rope", "--positions", 10, "--dim", 8, "--start", 2 ** 63 - 1],
+     f"[table] the last position --start + --positions - 1 must be at most {EXACT} (2^53; positions are exact "
+     f"in double), got {2 ** 63 - 1} + 10 - 1"),
+    (["table", "sine-only", "--positions", 10, "--dim", 8, "--start", -2 ** 63],
+     f"[table] --start must be at least {-EXACT} (-2^53; positions are exact in double), got {-2 ** 63}"),
+    (["analyze", "sinusoidal", "--start", 2 ** 63 - 100],  # 256 positions by default
+     f"[analyze] the last position --start + --positions - 1 must be at most {EXACT} (2^53; positions are exact "
+     f"in double), got {2 ** 63 - 100} + 256 - 1"),
+    # The table is float32: |scale| above the largest float32 would write inf.
+    (["table", "sinusoidal", "--positions", 4, "--dim", 8, "--scale", "1e308"],
+     "[table] --scale must be at most 3.4028234663852886e+38 in magnitude (the largest float32: the table is "
+     "written as float32), got 1e+308"),
+    (["table", "sinusoidal-2d", "--height", 2, "--width", 2, "--dim", 8, "--scale", "-3.5e38"],
+     "[table] --scale must be at most 3.4028234663852886e+38 in magnitude (the largest float32: the table is "
+     "written as float32), got -3.5e+38"),
+    # Non-finite --base / --scale, wherever the table options are read.
+    (["table", "rope", "--positions", 4, "--dim", 8, "--base", "inf"], "[rope] base must be finite and > 0, got inf"),
+    (["table", "sine-only", "--positions", 4, "--dim", 8, "--base", "-inf"],
+     "[sine-only] base must be finite and > 0, got -inf"),
+    (["table", "sinusoidal-3d", "--frames", 1, "--height", 2, "--width", 2, "--dim", 12, "--scale", "nan"],
+     "[sinusoidal-3d] scale must be finite, got nan"),
+    (["analyze", "sinusoidal", "--scale", "inf"], "[sinusoidal] scale must be finite, got inf"),
+    (["probe", "sinusoidal-2d", "--base", "nan"], "[sinusoidal-2d] base must be finite and > 0, got nan"),
+    (["plot", "rope", "--base", "nan", "--figure", "encoding", "--out", "r.png"],
+     "[rope] base must be finite and > 0, got nan"),
+]
+
+
+@pytest.mark.parametrize("args,message", LIMIT_ARGUMENTS, ids=[_case_id(c) for c in LIMIT_ARGUMENTS])
+def test_position_and_scale_limits(tmp_path, args, message):
+    r = run(*args, cwd=tmp_path)
+    assert (r.returncode, r.stderr, r.stdout) == (2, f"posenc: {message}\n", "")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_limits_themselves_are_accepted(tmp_path):
+    a = table(tmp_path, "index", "--positions", 1, "--dim", 1, "--start", EXACT)
+    assert a[0, 0] == np.float32(EXACT)
+    a = table(tmp_path, "index", "--positions", 1, "--dim", 1, "--start", -EXACT)
+    assert a[0, 0] == np.float32(-EXACT)
+    largest = float(np.finfo(np.float32).max)
+    a = table(tmp_path, "sinusoidal", "--positions", 4, "--dim", 2, "--scale", repr(largest))
+    assert np.isfinite(a).all()
+    assert a[0, 1] == np.float32(largest)  # cos(0) * scale
+
+
+# ---------------------------------------------------------------- options that apply to each kind
+
+# Written from the kernels (include/posenc/kernels/absolute.h, naive.h, sinusoidal_nd.h, rope.h): the options
+# each kind reads. Every other option is refused rather than silently ignored.
+ONE_D = {"--positions", "--start", "--dim"}
+GRID = {"--height", "--width", "--dim", "--base", "--scale", "--layout", "--precision", "--normalize"}
+APPLIES = {
+    "sinusoidal": ONE_D | {"--base", "--scale", "--layout", "--precision"},
+    "index": ONE_D,
+    "normalized": ONE_D | {"--length"},
+    "binary": ONE_D,
+    "signed-binary": ONE_D,
+    "sine-binary": ONE_D,
+    "sine-only": ONE_D | {"--base"},
+    "sinusoidal-2d": GRID,
+    "sinusoidal-3d": GRID | {"--frames"},
+    "rope": ONE_D | {"--base", "--precision", "--scaling"},
+}
+# Each option with a valid value ("--scaling" stands for the RoPE scaling group, "--normalize" for
+# --normalize [--normalize-scale]).
+OPTION_VALUES = {
+    "--positions": [4], "--start": [3], "--length": [3], "--frames": [2], "--height": [2], "--width": [3],
+    "--dim": [12], "--base": [100], "--scale": [2], "--layout": ["half"], "--precision": ["fp32"],
+    "--normalize": ["--normalize-scale", 3], "--scaling": ["linear", "--factor", 2],
+}
+SIZES = {"sinusoidal-2d": ["--height", 2, "--width", 3, "--dim", 12],
+         "sinusoidal-3d": ["--frames", 2, "--height", 2, "--width", 3, "--dim", 12]}
+NOT_APPLYING = [(kind, option) for kind in KINDS for option in OPTION_VALUES if option not in APPLIES[kind]]
+
+
+def sizes(kind):
+    return SIZES.get(kind, ["--positions", 4, "--dim", 12])
+
+
+@pytest.mark.parametrize("kind,option", NOT_APPLYING, ids=[f"{k} {o}" for k, o in NOT_APPLYING])
+def test_options_that_do_not_apply_are_refused(tmp_path, kind, option):
+    r = run("table", kind, *sizes(kind), option, *OPTION_VALUES[option], cwd=tmp_path)
+    message = f"[table] {option} does not apply to kind '{kind}'"
+    assert (r.returncode, r.stderr, r.stdout) == (2, f"posenc: {message}\n", "")
+    assert list(tmp_path.iterdir()) == []
+    # The table sources of analyze / plot / probe share the rule.
+    r = run("analyze", kind, option, *OPTION_VALUES[option], cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (2, f"posenc: [analyze] {option} does not apply to kind '{kind}'\n")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_options_that_apply_are_accepted(tmp_path, kind):
+    given = [a for option in sorted(APPLIES[kind] - set(sizes(kind))) for a in (option, *OPTION_VALUES[option])]
+    a = table(tmp_path, kind, *sizes(kind), *given)
+    assert a.shape[1] == 12
+
+
+def test_options_of_the_rope_group_and_needs():
+    r = run("table", "sine-binary", "--positions", 4, "--dim", 8, "--seq-len", 9)
+    assert (r.returncode, r.stderr) == (2, "posenc: [table] --seq-len does not apply to kind 'sine-binary'\n")
+    r = run("probe", "sinusoidal", "--factor", 2)
+    assert (r.returncode, r.stderr) == (2, "posenc: [probe] --factor does not apply to kind 'sinusoidal'\n")
+    # --normalize-scale needs --normalize; with it, rope refuses the first.
+    r = run("table", "rope", "--positions", 4, "--dim", 8, "--normalize", "--normalize-scale", 1)
+    assert (r.returncode, r.stderr) == (2, "posenc: [table] --normalize does not apply to kind 'rope'\n")
