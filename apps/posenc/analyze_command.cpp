@@ -65,6 +65,7 @@ AnalyzeCommand::AnalyzeCommand(CLI::App& parent) {
   app_->add_option("--proximity", proximity_, "dot | cosine: S[i, j] between rows i and j")->capture_default_str();
   window_opt_ = app_->add_option("--window", window_, "Largest offset W the indicators look at (default N - 1)");
   app_->add_flag("--json", json_, "Print one JSON object");
+  resources_.add(*app_);
   source_.add_table(*app_);
 }
 
@@ -79,7 +80,17 @@ void AnalyzeCommand::run() const {
             " positions, got ", window_);
     options.window = window_;
   }
+  // S is n x n and the translation fit D x D per fold: estimate, and refuse
+  // before allocating what the machine does not have.
+  const report::AnalysisCost cost = report::estimate_table_analysis(
+      source.table.rows, source.table.cols, static_cast<bool>(source.exact_operator), options);
+  resources_.check(op, cost.bytes, cost.multiply_adds,
+                   "S alone: " + memory_text(cost.similarity_bytes) + " for " + std::to_string(source.table.rows) +
+                       " positions");
+  ProgressLine progress(op);
+  if (progress.active()) options.progress = [&progress](std::string_view step, double done) { progress.update(step, done); };
   const report::TableAnalysis a = report::analyze_table(source, options);
+  progress.finish();
   if (json_) {
     nlohmann::ordered_json j;
     j["source"] = source.name;

@@ -1,6 +1,8 @@
-// `posenc analyze SOURCE [--tensor NAME] [--proximity dot|cosine] [--window W] [--json]`:
-// the indicators of Wang et al., the monotone range and the translation
-// residual of one table, as a readable summary or one JSON object.
+// `posenc analyze SOURCE [--tensor NAME] [--proximity dot|cosine] [--window W] [--json]
+// [--max-memory SIZE] [--force]`: the indicators of Wang et al., the monotone
+// range and the translation residual of one table, as a readable summary or
+// one JSON object; refused up front when its memory estimate exceeds the
+// limit; progress on stderr when that is a terminal.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -28,6 +30,7 @@ class AnalyzeCommand {
   int64_t window_ = 0;
   CLI::Option* window_opt_ = nullptr;
   bool json_ = false;
+  ResourceOptions resources_;
 };
 
 // "dot" | "cosine", else "[op] --proximity must be dot or cosine, got 'x'".

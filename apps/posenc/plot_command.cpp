@@ -21,6 +21,7 @@ PlotCommand::PlotCommand(CLI::App& parent) {
   proximity_opt_ =
       app_->add_option("--proximity", proximity_, "similarity, decay: dot | cosine")->capture_default_str();
   app_->add_option("--out", out_, "Output file, .png");
+  resources_.add(*app_);
   source_.add_table(*app_);
 }
 
@@ -38,19 +39,28 @@ void PlotCommand::run() const {
   }
   const analysis::ProximityKind kind = parse_proximity_option(proximity_, op);
   const report::TableSource source = source_.load(op);
+  const int64_t n = source.table.rows;
+  if (reference_opt_->count() > 0) {
+    require(reference_ >= 0 && reference_ < n, op, "reference must be in [0, ", n - 1, "] for ", n,
+            " positions, got ", reference_);
+  }
 
-  const std::string label = std::string(analysis::proximity_kind_name(kind)) + " proximity";
   std::vector<unsigned char> png;
   if (picture == report::Picture::kEncoding) {
     png = report::encoding_picture(source.table, source.name);
+  } else if (picture == report::Picture::kSimilarity) {
+    // S is n x n: estimated and refused up front when it would not fit.
+    const double nn = static_cast<double>(n), d = static_cast<double>(source.table.cols);
+    const double s_bytes = 8.0 * nn * nn;
+    resources_.check(op, s_bytes + 16.0 * nn * d, 0.5 * nn * nn * d,
+                     "S alone: " + memory_text(s_bytes) + " for " + std::to_string(n) + " positions");
+    const report::PictureMatrix s = report::picture_proximity(source.table, kind);
+    png = report::similarity_picture(s.s, source.name, s.label);
   } else {
-    const analysis::Matrix s = analysis::proximity(source.table, kind);
-    if (picture == report::Picture::kSimilarity) {
-      png = report::similarity_picture(s, source.name, label);
-    } else {
-      const int64_t reference = reference_opt_->count() > 0 ? reference_ : s.rows / 2;
-      png = report::decay_picture(s, reference, source.name, label);
-    }
+    // One row of S: O(n D) time and memory, never the n x n matrix.
+    const int64_t reference = reference_opt_->count() > 0 ? reference_ : n / 2;
+    const report::PictureRow r = report::picture_proximity_row(source.table, reference, kind);
+    png = report::decay_picture_row(r.row, reference, source.name, r.label);
   }
   plot::write_png_file(out_, png);
   const report::PictureSize size = report::picture_size(picture);

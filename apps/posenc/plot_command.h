@@ -30,6 +30,7 @@ class PlotCommand {
   std::string proximity_ = "dot";
   CLI::Option* proximity_opt_ = nullptr;
   std::string out_;
+  ResourceOptions resources_;
 };
 
 }  // namespace posenc::cli

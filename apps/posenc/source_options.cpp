@@ -1,6 +1,14 @@
 #include "source_options.h"
 
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "posenc/error.h"
 
@@ -31,6 +39,113 @@ report::TableSource SourceOptions::load(std::string_view op) const {
   const TableKind kind = parse_source_kind(source_, op);
   if (tensor_opt_->count() > 0) fail_argument(op, "--tensor applies only to a .npy or .safetensors SOURCE");
   return table_.analysis_source(kind, op);
+}
+
+void ResourceOptions::add(CLI::App& app) {
+  max_memory_opt_ = app.add_option("--max-memory", max_memory_,
+                                   "Refuse work estimated to need more memory than this, e.g. 16G (default: the "
+                                   "memory available now, MemAvailable)");
+  app.add_flag("--force", force_, "Run even when the memory estimate exceeds the limit");
+}
+
+void ResourceOptions::check(std::string_view op, double bytes, double multiply_adds, std::string_view what) const {
+  const bool given = max_memory_opt_ != nullptr && max_memory_opt_->count() > 0;
+  const double limit = given ? parse_memory_size(max_memory_, op) : available_memory();
+  if (force_ || limit <= 0 || bytes <= limit) return;
+  // The size to pass: the estimate rounded up to whole GiB (MiB below 1 GiB).
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const std::string allow = bytes >= gib ? std::to_string(static_cast<long long>(std::ceil(bytes / gib))) + "G"
+                                         : std::to_string(static_cast<long long>(std::ceil(bytes / (gib / 1024)))) + "M";
+  fail_runtime(op, "this needs about ", memory_text(bytes), " of memory (", what, ") and about ",
+               duration_text(multiply_adds / kAssumedRate), "; ", memory_text(limit), " is ",
+               given ? "allowed by --max-memory" : "available", ": pass --max-memory ", allow,
+               " to allow it, or --force");
+}
+
+double parse_memory_size(const std::string& text, std::string_view op) {
+  double value = 0;
+  std::size_t used = 0;
+  bool ok = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) != 0);
+  if (ok) {
+    try {
+      value = std::stod(text, &used);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  double unit = 1;
+  if (ok && used + 1 == text.size()) {
+    const char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+    const std::string units = "KMGT";
+    const std::size_t at = units.find(suffix);
+    ok = at != std::string::npos;
+    if (ok) unit = std::pow(1024.0, static_cast<double>(at + 1));
+  } else if (ok) {
+    ok = used == text.size();
+  }
+  ok = ok && std::isfinite(value) && value > 0;
+  if (!ok) fail_argument(op, "--max-memory must be a size such as 16G, 512M or 1000000 (bytes), got '", text, "'");
+  return value * unit;
+}
+
+std::string memory_text(double bytes) {
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return std::to_string(static_cast<long long>(bytes)) + " bytes";
+  double v = bytes / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 3) v /= 1024, ++u;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", v, units[u]);
+  return text;
+}
+
+std::string duration_text(double seconds) {
+  char text[48];
+  if (seconds < 60) {
+    std::snprintf(text, sizeof text, "%.1f s", seconds);
+  } else if (seconds < 3600) {
+    const auto s = static_cast<long long>(std::lround(seconds));
+    std::snprintf(text, sizeof text, "%lld min %lld s", s / 60, s % 60);
+  } else {
+    const auto m = static_cast<long long>(std::lround(seconds / 60));
+    std::snprintf(text, sizeof text, "%lld h %lld min", m / 60, m % 60);
+  }
+  return text;
+}
+
+double available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib) {
+    std::getline(meminfo, unit);
+    if (key == "MemAvailable:") return kib * 1024.0;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+ProgressLine::ProgressLine(std::string_view op)
+    : op_(op), active_(isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+
+void ProgressLine::update(std::string_view step, double done) {
+  if (!active_) return;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::ostringstream line;
+  line << '[' << op_ << "] " << step << ": " << static_cast<int>(std::floor(100.0 * done)) << '%';
+  // The ETA extrapolates the time so far over the estimated work, once there is some to go on.
+  if (done > 0.01 && elapsed > 1.0) line << ", about " << duration_text(elapsed * (1.0 - done) / done) << " left";
+  std::string text = line.str();
+  if (text.size() < 79) text.resize(79, ' ');  // covers a longer previous line
+  std::cerr << '\r' << text << std::flush;
+  drawn_ = true;
+}
+
+void ProgressLine::finish() {
+  if (drawn_) std::cerr << '\r' << std::string(79, ' ') << '\r' << std::flush;
+  drawn_ = false;
 }
 
 }  // namespace posenc::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,58 @@ class SourceOptions {
   std::string tensor_;
   CLI::Option* tensor_opt_ = nullptr;
   TableOptions table_;
+};
+
+// --max-memory SIZE and --force of `posenc analyze` and `posenc plot`: work
+// whose memory grows with positions^2 is estimated before it starts and
+// refused, in one line naming the estimate and these options, when it would
+// not fit in the limit (default: MemAvailable of /proc/meminfo).
+class ResourceOptions {
+ public:
+  void add(CLI::App& app);
+  // bytes and multiply_adds: the estimate; what: its largest part, e.g.
+  // "S alone: 8.0 GiB for 32768 positions". Throws
+  //   "[analyze] this needs about 10.3 GiB of memory (S alone: 8.0 GiB for 32768 positions) and about 20 min;
+  //    7.9 GiB is available: pass --max-memory 11G to allow it, or --force"   (one line)
+  void check(std::string_view op, double bytes, double multiply_adds, std::string_view what) const;
+
+ private:
+  std::string max_memory_;
+  CLI::Option* max_memory_opt_ = nullptr;
+  bool force_ = false;
+};
+
+// "16G", "1.5G", "512M", "64K", "1000" (bytes; K, M, G, T are powers of 1024),
+// else "[op] --max-memory must be a size such as 16G, 512M or 1000000 (bytes), got 'x'".
+double parse_memory_size(const std::string& text, std::string_view op);
+// "8.0 GiB", "512.0 MiB", "12.0 KiB", "100 bytes".
+std::string memory_text(double bytes);
+// "1.2 s", "3 min 20 s", "2 h 5 min".
+std::string duration_text(double seconds);
+// The memory a new process can use now: MemAvailable of /proc/meminfo, else
+// sysconf's available pages; 0 when neither is known.
+double available_memory();
+// Multiply-adds per second assumed by the time estimates (measured: docs/analysis.md).
+constexpr double kAssumedRate = 2e9;
+
+// Progress of one long command on stderr, only when stderr is a terminal:
+// "[analyze] translation delta 64 (7 of 12): 45%, about 1 min 20 s left",
+// rewritten in place; finish() ends the line.
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::string_view op);
+  ~ProgressLine() { finish(); }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  bool active() const noexcept { return active_; }
+  void update(std::string_view step, double done);
+  void finish();
+
+ private:
+  std::string op_;
+  bool active_ = false;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace posenc::cli

@@ -12,6 +12,8 @@
 namespace posenc::analysis {
 namespace {
 
+constexpr double kConstantBand = 1e-12;  // relative spread below which the band counts as constant
+
 // "a" or "an" before n read aloud: an 8, an 11, an 18, an 80..89, an 800..899
 // (and the same leading groups of thousands: an 8000, an 11000).
 const char* article(int64_t n) {
@@ -81,7 +83,7 @@ double monotonicity(const Matrix& s, int64_t window) {
     sum += r;
     ++count;
   }
-  return count == 0 ? 0.0 : -sum / static_cast<double>(count);
+  return count == 0 ? 0.0 : 0.0 - sum / static_cast<double>(count);  // 0 - x: never -0
 }
 
 // Sums are shifted by a value of the group, so a constant group has exactly zero spread.
@@ -156,13 +158,19 @@ double symmetry(const Matrix& m, double scale, int64_t window) {
 }  // namespace
 
 bool constant_on_band(const Matrix& s, int64_t window) {
+  // Constant up to round-off: rows equal up to rounding (cosine of rows that are
+  // multiples of one another) give a band of 1 +- a few ulps, whose "variance"
+  // is noise. Halves keep hi - lo finite for any finite S.
   const int64_t n = s.rows;
-  const double first = s(0, 1);
+  double lo = s(0, 1), hi = s(0, 1);
   for (int64_t x = 0; x < n; ++x) {
-    for (int64_t y = std::max<int64_t>(0, x - window); y <= std::min(n - 1, x + window); ++y)
-      if (y != x && s(x, y) != first) return false;
+    for (int64_t y = std::max<int64_t>(0, x - window); y <= std::min(n - 1, x + window); ++y) {
+      if (y == x) continue;
+      lo = std::min(lo, s(x, y));
+      hi = std::max(hi, s(x, y));
+    }
   }
-  return true;
+  return 0.5 * hi - 0.5 * lo <= kConstantBand * 0.5 * std::max(std::abs(lo), std::abs(hi));
 }
 
 Indicators indicators(const Matrix& s, std::optional<int64_t> window) {
@@ -174,7 +182,7 @@ Indicators indicators(const Matrix& s, std::optional<int64_t> window) {
           " matrix, got ", w);
   if (constant_on_band(s, w)) {
     fail_argument("indicators", "matrix must vary over the offsets 1 .. ", w, " (1 <= |y - x| <= ", w,
-                  "), got the same value ", s(0, 1), " at every such S[x, y]: the indicators are undefined");
+                  "), got S[x, y] = ", s(0, 1), " there to within 1e-12 (relative): the indicators are undefined");
   }
   Indicators result;
   result.window = w;

@@ -206,16 +206,22 @@ TEST(Indicators, ConstantBandIsRefused) {
   for (double& v : s.values) v = 0.1;
   EXPECT_TRUE(constant_on_band(s, 5));
   expect_error([&] { indicators(s); },
-               "[indicators] matrix must vary over the offsets 1 .. 5 (1 <= |y - x| <= 5), got the same value "
-               "0.10000000000000001 at every such S[x, y]: the indicators are undefined");
+               "[indicators] matrix must vary over the offsets 1 .. 5 (1 <= |y - x| <= 5), got S[x, y] = "
+               "0.10000000000000001 there to within 1e-12 (relative): the indicators are undefined");
   expect_error([&] { indicators(Matrix(3, 3)); },
-               "[indicators] matrix must vary over the offsets 1 .. 2 (1 <= |y - x| <= 2), got the same value 0 at "
-               "every such S[x, y]: the indicators are undefined");
+               "[indicators] matrix must vary over the offsets 1 .. 2 (1 <= |y - x| <= 2), got S[x, y] = 0 there "
+               "to within 1e-12 (relative): the indicators are undefined");
   // The diagonal is not part of the band: a different diagonal does not help.
   for (int64_t x = 0; x < 6; ++x) s(x, x) = 7.0;
   expect_error([&] { indicators(s, 2); },
-               "[indicators] matrix must vary over the offsets 1 .. 2 (1 <= |y - x| <= 2), got the same value "
-               "0.10000000000000001 at every such S[x, y]: the indicators are undefined");
+               "[indicators] matrix must vary over the offsets 1 .. 2 (1 <= |y - x| <= 2), got S[x, y] = "
+               "0.10000000000000001 there to within 1e-12 (relative): the indicators are undefined");
+  // Round-off is not variation: a band of 0.1 +- 1 ulp is constant.
+  s(2, 3) = std::nextafter(0.1, 1.0);
+  EXPECT_TRUE(constant_on_band(s, 5));
+  s(2, 3) = 0.1 + 1e-9;
+  EXPECT_FALSE(constant_on_band(s, 5));
+  s(2, 3) = 0.1;
   // Varying only outside the window still leaves the window's band constant.
   s(0, 5) = 1.0;
   EXPECT_FALSE(constant_on_band(s, 5));

@@ -15,7 +15,8 @@
 //   S's variance explained by the offset y - x (the correlation ratio eta^2):
 //   1 - sum_B (S - mean of its diagonal)^2 / sum_B (S - mean_B)^2;
 //   1 for a Toeplitz matrix (constant diagonals). When S is constant on B
-//   (the proximity of an all-zero or constant table) the ratio is 0 / 0 and
+//   (to within 1e-12 of its size: constant_on_band below; the proximity of
+//   an all-zero or constant table) the ratio is 0 / 0 (or round-off) and
 //   the indicators are refused rather than read as "perfectly invariant".
 // symmetry in [-1, 1]: the pairs (a, b) = (S[x, x + m], S[x, x - m]) for every
 //   x and m = 1 .. W with both inside; Lin's concordance correlation
@@ -47,13 +48,15 @@ struct Indicators {
 // S square, n >= 2, finite, not constant on B; window in [1, n - 1]. Throws
 //   "[indicators] window must be in [1, 7] for an 8 x 8 matrix, got 9"
 //   "[indicators] matrix must be at least 2 x 2, got 1 x 1"
-//   "[indicators] matrix must vary over the offsets 1 .. 7 (1 <= |y - x| <= 7), got the same value 0 at every such
-//    S[x, y]: the indicators are undefined"   (one line)
+//   "[indicators] matrix must vary over the offsets 1 .. 7 (1 <= |y - x| <= 7), got S[x, y] = 0 there to within
+//    1e-12 (relative): the indicators are undefined"   (one line)
 // and as validate_square("indicators", "matrix", ...).
 Indicators indicators(const Matrix& s, std::optional<int64_t> window = std::nullopt);
 
-// Whether every S[x, y] with 1 <= |y - x| <= window is the same number (the
-// case indicators() refuses). S square, n >= 2, window in [1, n - 1]; unchecked.
+// Whether every S[x, y] with 1 <= |y - x| <= window is the same number up to
+// round-off: max - min <= 1e-12 max(|max|, |min|) (the case indicators()
+// refuses; rows equal up to rounding give such a band). S square, n >= 2,
+// window in [1, n - 1]; unchecked.
 bool constant_on_band(const Matrix& s, int64_t window);
 
 }  // namespace posenc::analysis
