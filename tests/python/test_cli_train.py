@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import pty
+import resource
 import signal
 import subprocess
 import time
@@ -300,3 +301,45 @@ def test_unknown_task_and_missing_options_exit_2(tmp_path):
     one_error_line(r, 2, "[task] unknown task 'sort'; known: order, span, lookback, copy")
     r = run("train", "--task", "order", "--out", tmp_path / "run")
     assert r.returncode == 2 and "--encoding is required" in r.stderr
+
+
+INT64 = "-9223372036854775808..9223372036854775807"
+UINT64 = "0..18446744073709551615"
+
+
+@pytest.mark.parametrize("args, message", [
+    # CLI11 alone would wrap -1 to 2^64 - 1 for the unsigned seed, and read 0x10 as sixteen.
+    (["train", *SMALL_RUN, "--encoding", "rope", "--seed", "-1"],
+     f"[train] --seed must be a decimal integer in {UINT64}, got '-1'"),
+    (["train", *SMALL_RUN, "--encoding", "rope", "--steps", "0x10"],
+     f"[train] --steps must be a decimal integer in {INT64}, got '0x10'"),
+    (["train", *SMALL_RUN, "--encoding", "rope", "--batch", "99999999999999999999"],
+     f"[train] --batch must be a decimal integer in {INT64}, got '99999999999999999999'"),
+    (["eval", "--checkpoint", "missing", "--lengths", "8,0x10"],
+     f"[eval] --lengths must be a decimal integer in {INT64}, got '0x10'"),
+    (["eval", "--checkpoint", "missing", "--batches", "1.5"],
+     f"[eval] --batches must be a decimal integer in {INT64}, got '1.5'"),
+])
+def test_integer_options_are_plain_decimal(tmp_path, args, message):
+    r = run(*args, "--out", tmp_path / "run") if args[0] == "train" else run(*args, cwd=tmp_path)
+    one_error_line(r, 2, message)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_leading_zeros_are_decimal(tmp_path):
+    out = tmp_path / "run"
+    train(out, *small_run(seq_len="010", steps="02", checkpoint_every=1, log_every=1), "--encoding", "rope")
+    config = json.loads((out / "config.json").read_text())
+    assert (config["seq_len"], config["steps"]) == (10, 2)  # not octal 8
+
+
+def test_libtorch_allocation_failure_is_one_line_naming_the_command_and_size(tmp_path):
+    # The token embedding [vocab, dim] = 10^9 x 16 float32 is 64 GB; under an 8 GiB address-space limit
+    # libtorch's allocator fails with "[enforce fail at alloc_cpu.cpp:...] ... you tried to allocate
+    # 64000000000 bytes ...".
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+    r = run("train", *small_run(vocab_size=10 ** 9), "--encoding", "rope", "--out", tmp_path / "run",
+            preexec_fn=limit_memory)
+    one_error_line(r, 1, "[train] out of memory: needed 64.0 GB more")
