@@ -49,8 +49,8 @@ class ResourceOptions {
   void add(CLI::App& app);
   // bytes and multiply_adds: the estimate; what: its largest part, e.g.
   // "S alone: 8.0 GiB for 32768 positions". Throws
-  //   "[analyze] this needs about 10.3 GiB of memory (S alone: 8.0 GiB for 32768 positions) and about 20 min;
-  //    7.9 GiB is available: pass --max-memory 11G to allow it, or --force"   (one line)
+  //   "[analyze] this needs about 9.0 GiB of memory (S alone: 8.0 GiB for 32768 positions) and about 1 min 45 s;
+  //    7.9 GiB is available: pass --max-memory 10G to allow it, or --force"   (one line)
   void check(std::string_view op, double bytes, double multiply_adds, std::string_view what) const;
 
  private:
@@ -69,8 +69,9 @@ std::string duration_text(double seconds);
 // The memory a new process can use now: MemAvailable of /proc/meminfo, else
 // sysconf's available pages; 0 when neither is known.
 double available_memory();
-// Multiply-adds per second assumed by the time estimates (measured: docs/analysis.md).
-constexpr double kAssumedRate = 2e9;
+// Estimated multiply-adds per second assumed by the time estimates: posenc analyze ran at
+// 2.2-2.7e10 of them on the 2-core development machine under load (docs/analysis.md).
+constexpr double kAssumedRate = 1e10;
 
 // Progress of one long command on stderr, only when stderr is a terminal:
 // "[analyze] translation delta 64 (7 of 12): 45%, about 1 min 20 s left",

@@ -148,35 +148,81 @@ bool cholesky(double* a, int64_t n) noexcept {
   return true;
 }
 
-void cholesky_solve(const double* l, int64_t n, double* b, int64_t m) noexcept {
-  // L y = b, then L^T x = y, one row of b at a time (axpy over its columns),
-  // kPanel columns of b at a time: an [n, kPanel] panel stays in cache while
-  // every row of L passes over it (a whole [4096, 4096] b streamed from memory
-  // for each of its rows made one solve take ~25 s). Columns are independent,
-  // so the panels change no result.
-  constexpr int64_t kPanel = 64;
-  for (int64_t j0 = 0; j0 < m; j0 += kPanel) {
-    const int64_t j1 = std::min(m, j0 + kPanel);
-    for (int64_t i = 0; i < n; ++i) {
-      double* bi = b + i * m;
-      for (int64_t k = 0; k < i; ++k) {
-        const double f = l[i * n + k];
-        const double* bk = b + k * m;
-        for (int64_t j = j0; j < j1; ++j) bi[j] -= f * bk[j];
-      }
-      const double d = l[i * n + i];
-      for (int64_t j = j0; j < j1; ++j) bi[j] /= d;
+namespace {
+
+// The substitutions of cholesky_solve restricted to rows [i0, i1), columns
+// [j0, j1): the plain loops, for one diagonal block (or all of L).
+void forward_rows(const double* l, int64_t n, double* b, int64_t m, int64_t i0, int64_t i1, int64_t j0,
+                  int64_t j1) noexcept {
+  for (int64_t i = i0; i < i1; ++i) {
+    double* bi = b + i * m;
+    for (int64_t k = i0; k < i; ++k) {
+      const double f = l[i * n + k];
+      const double* bk = b + k * m;
+      for (int64_t j = j0; j < j1; ++j) bi[j] -= f * bk[j];
     }
-    for (int64_t i = n - 1; i >= 0; --i) {
-      double* bi = b + i * m;
-      for (int64_t k = i + 1; k < n; ++k) {
-        const double f = l[k * n + i];
-        const double* bk = b + k * m;
-        for (int64_t j = j0; j < j1; ++j) bi[j] -= f * bk[j];
-      }
-      const double d = l[i * n + i];
-      for (int64_t j = j0; j < j1; ++j) bi[j] /= d;
+    const double d = l[i * n + i];
+    for (int64_t j = j0; j < j1; ++j) bi[j] /= d;
+  }
+}
+
+void backward_rows(const double* l, int64_t n, double* b, int64_t m, int64_t i0, int64_t i1, int64_t j0,
+                   int64_t j1) noexcept {
+  for (int64_t i = i1 - 1; i >= i0; --i) {
+    double* bi = b + i * m;
+    for (int64_t k = i + 1; k < i1; ++k) {
+      const double f = l[k * n + i];
+      const double* bk = b + k * m;
+      for (int64_t j = j0; j < j1; ++j) bi[j] -= f * bk[j];
     }
+    const double d = l[i * n + i];
+    for (int64_t j = j0; j < j1; ++j) bi[j] /= d;
+  }
+}
+
+// b[i0 .. i0 + rows) -= a^T c, a [k, rows] contiguous, c = k rows of b from row c0.
+void subtract_product(const std::vector<double>& a, int64_t k, int64_t rows, const double* c, int64_t m, double* b,
+                      std::vector<double>& product) {
+  product.resize(static_cast<size_t>(rows * m));
+  multiply_tn(a.data(), c, k, rows, m, product.data(), false);
+  for (int64_t t = 0; t < rows * m; ++t) b[t] -= product[t];
+}
+
+}  // namespace
+
+void cholesky_solve(const double* l, int64_t n, double* b, int64_t m) {
+  // L y = b, then L^T x = y. Few right-hand sides: the plain substitutions.
+  // Many (the translation fit's D x D system): blocks of kRows rows, each
+  // first updated by one product with every solved row (the register-tiled
+  // kernel, ~10x the axpy loops, which streamed all of b once per row: ~25 s
+  // per solve at n = m = 4096), then solved by the plain loops within the block.
+  constexpr int64_t kRows = 64;
+  if (m < 16 || n <= kRows) {
+    forward_rows(l, n, b, m, 0, n, 0, m);
+    backward_rows(l, n, b, m, 0, n, 0, m);
+    return;
+  }
+  std::vector<double> a, product;
+  for (int64_t i0 = 0; i0 < n; i0 += kRows) {
+    const int64_t rows = std::min(kRows, n - i0);
+    if (i0 > 0) {  // b_I -= L[I, 0:i0] y[0:i0]: a = L[I, 0:i0]^T [i0, rows]
+      a.resize(static_cast<size_t>(i0 * rows));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = 0; k < i0; ++k) a[k * rows + r] = l[(i0 + r) * n + k];
+      subtract_product(a, i0, rows, b, m, b + i0 * m, product);
+    }
+    forward_rows(l, n, b, m, i0, i0 + rows, 0, m);
+  }
+  const int64_t last = ((n - 1) / kRows) * kRows;  // the first row of the last block
+  for (int64_t i0 = last; i0 >= 0; i0 -= kRows) {
+    const int64_t i1 = std::min(n, i0 + kRows), rows = i1 - i0;
+    if (i1 < n) {  // x_I -= L[i1:n, I]^T x[i1:n]: a = L[i1:n, I] [n - i1, rows]
+      const int64_t k = n - i1;
+      a.resize(static_cast<size_t>(k * rows));
+      for (int64_t t = 0; t < k; ++t) std::copy_n(l + (i1 + t) * n + i0, rows, a.data() + t * rows);
+      subtract_product(a, k, rows, b + i1 * m, m, b + i0 * m, product);
+    }
+    backward_rows(l, n, b, m, i0, i1, 0, m);
   }
 }
 

@@ -33,7 +33,7 @@ double dot(const double* a, const double* b, int64_t n) noexcept;
 bool cholesky(double* a, int64_t n) noexcept;
 
 // Solves L L^T x = b for the m columns of b [n, m] in place (L from cholesky).
-void cholesky_solve(const double* l, int64_t n, double* b, int64_t m) noexcept;
+void cholesky_solve(const double* l, int64_t n, double* b, int64_t m);
 
 // Factors a + lambda I (a [n, n] symmetric positive semi-definite) into l,
 // raising lambda tenfold, at most 12 times, while float64 round-off leaves it

@@ -176,9 +176,18 @@ def test_ties_take_their_mean_rank():
     assert_indicators_close(posenc.indicators(s, window=4), reference_indicators(values.astype(np.float64), 4))
 
 
-def test_constant_matrix_is_translation_invariant_and_symmetric():
-    got = posenc.indicators(torch.full((5, 5), 2.0))
-    assert_indicators_close(got, {"monotonicity": 0.0, "translation_invariance": 1.0, "symmetry": 1.0, "window": 4})
+def test_indicators_do_not_depend_on_scale():
+    # Scale-free by design; S of a table times 1e80 (values ~1e160) overflowed
+    # its squared deviations (NaN), times 1e-100 underflowed them (read as 1).
+    table = np.random.default_rng(5).normal(size=(24, 6))
+    want = reference_indicators(table @ table.T)
+    for scale in (1e-100, 1e80):
+        got = posenc.indicators(posenc.proximity(torch.from_numpy(table * scale)))
+        assert_indicators_close(got, want, tol=1e-9)
+
+
+# A constant matrix (the proximity of an all-zero or constant table) is refused:
+# test_analysis_errors.py, test_degenerate_input_is_refused.
 
 
 def test_sinusoidal_table_is_translation_invariant_and_symmetric_under_the_dot_product():

@@ -63,8 +63,12 @@ def test_monotone_range_errors():
 
 def test_probe_errors():
     table = torch.randn(8, 3, dtype=torch.float64)
-    raises(ValueError, "[probe] folds must be in [2, 8] for a table of 8 positions, got 9", posenc.probe, table, folds=9)
-    raises(ValueError, "[probe] folds must be in [2, 8] for a table of 8 positions, got 1", posenc.probe, table, folds=1)
+    # Too few positions for the folds: the message says what to change (it read "folds must be in [2, 1]").
+    raises(ValueError, "[probe] the table has 8 positions; 9 folds need at least 9 (one held-out position per fold): "
+           "use 2 .. 8 folds or a table of at least 9 positions", posenc.probe, table, folds=9)
+    raises(ValueError, "[probe] folds must be >= 2, got 1", posenc.probe, table, folds=1)
+    raises(ValueError, "[probe] the table has 1 position; the probes need at least 2 (cross-validation holds out "
+           "positions in at least 2 folds)", posenc.probe, table[:1])
     raises(ValueError, "[probe] pairs must be >= 1, got 0", posenc.probe, table, pairs=0)
     raises(ValueError, "[probe] seed must be >= 0, got -1", posenc.probe, table, seed=-1)
 
@@ -78,3 +82,18 @@ def test_translation_errors():
     raises(ValueError, "[translation] folds must be in [2, 7] for delta 1 on a table of 8 positions, got 9",
            posenc.translation_residual, table, deltas=[1], folds=9)
     raises(ValueError, "[translation] seed must be >= 0, got -2", posenc.translation_residual, table, seed=-2)
+
+
+def test_degenerate_input_is_refused():
+    # Each read as perfect before: invariance 1, symmetry 1, residual 0.
+    raises(ValueError, "[indicators] matrix must vary over the offsets 1 .. 4 (1 <= |y - x| <= 4), got S[x, y] = 2 "
+           "there to within 1e-12 (relative): the indicators are undefined", posenc.indicators, torch.full((5, 5), 2.0))
+    raises(ValueError, "[indicators] matrix must vary over the offsets 1 .. 7 (1 <= |y - x| <= 7), got S[x, y] = 0 "
+           "there to within 1e-12 (relative): the indicators are undefined", posenc.indicators,
+           posenc.proximity(torch.zeros(8, 3)))
+    raises(ValueError, "[translation] the targets of delta 1 (rows 1 .. 7 of the table) must not all be zero, got all "
+           "zeros: the relative residual is undefined", posenc.translation_residual, torch.zeros(8, 3), deltas=[1],
+           folds=2)
+    raises(ValueError, "[proximity] dot proximity must fit in float64, got products beyond 1.8e308 for a table whose "
+           "largest |value| is 1.0000000000000001e+300 (use cosine proximity, which does not depend on scale)",
+           posenc.proximity, torch.full((3, 2), 1e300, dtype=torch.float64))

@@ -319,6 +319,20 @@ BAD_ARGUMENTS = [
     (["plot", "sinusoidal", "--figure", "decay", "--reference", 256, "--out", "x.png"],
      "[plot] reference must be in [0, 255] for 256 positions, got 256"),
     (["probe", "sinusoidal", "--pairs", 0], "[probe] pairs must be >= 1, got 0"),
+    # Too few positions for the folds: say what to change (this read "folds must be in [2, 1]").
+    (["probe", "sinusoidal", "--positions", 3],
+     "[probe] the table has 3 positions; 5 folds need at least 5 (one held-out position per fold): "
+     "use 2 .. 3 folds or a table of at least 5 positions"),
+    (["probe", "sinusoidal", "--positions", 1],
+     "[probe] the table has 1 position; the probes need at least 2 (cross-validation holds out positions in at "
+     "least 2 folds)"),
+    (["probe", "sinusoidal", "--positions", 2, "--folds", 2],
+     "[probe] the table has 2 positions, hence 1 pair; 2 folds need at least 2 (one held-out pair per fold): "
+     "use a table of at least 3 positions"),
+    (["analyze", "sinusoidal", "--max-memory", "lots"],
+     "[analyze] --max-memory must be a size such as 16G, 512M or 1000000 (bytes), got 'lots'"),
+    (["plot", "sinusoidal", "--figure", "similarity", "--max-memory", "-1G", "--out", "x.png"],
+     "[plot] --max-memory must be a size such as 16G, 512M or 1000000 (bytes), got '-1G'"),
 ]
 
 
@@ -345,3 +359,98 @@ def test_bad_files(tmp_path):
         r = run(*args, cwd=tmp_path)
         assert (r.returncode, r.stderr, r.stdout) == (2, f"posenc: {message}\n", ""), args
     assert not (tmp_path / "x.png").exists()
+
+
+# ------------------------------------------------- degenerate and extreme tables
+
+def test_analyze_refuses_degenerate_tables(tmp_path):
+    # Each of these read as a perfect sinusoid (invariance 1, symmetry 1, residual 0).
+    row = sinusoidal_ref(1, 8)[0] + 0.5
+    np.save(tmp_path / "zero.npy", np.zeros((32, 8)))
+    np.save(tmp_path / "constant.npy", np.tile(row, (32, 1)))
+    np.save(tmp_path / "multiples.npy", np.arange(1.0, 33.0)[:, None] * row[None, :])
+    cases = [
+        (["analyze", "zero.npy"], "[analyze] table is all zeros: the indicators are undefined"),
+        (["analyze", "constant.npy"],
+         "[analyze] table has all rows equal (a constant table): the indicators are undefined"),
+        (["analyze", "multiples.npy", "--proximity", "cosine"],
+         "[analyze] the cosine proximity of the table is the same for every pair of positions 1 .. 31 apart: "
+         "the indicators are undefined"),
+    ]
+    for args, message in cases:
+        r = run(*args, cwd=tmp_path)
+        assert (r.returncode, r.stderr, r.stdout) == (2, f"posenc: {message}\n", ""), args
+    # Their dot proximity varies: analysed, and checked against the plain reference.
+    check_against_reference(analyze_json("multiples.npy", cwd=tmp_path), np.load(tmp_path / "multiples.npy"))
+
+
+def test_analyze_duplicated_rows_are_analysed(tmp_path):
+    # Every row twice: the statistics are defined (and far from perfect), so not refused.
+    table = np.repeat(np.random.default_rng(4).normal(size=(24, 6)), 2, axis=0)
+    np.save(tmp_path / "twice.npy", table)
+    result = analyze_json("twice.npy", cwd=tmp_path)
+    check_against_reference(result, table)
+    assert result["translation_invariance"] < 0.9
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e80, 1e-250, 1e250])
+def test_analyze_does_not_depend_on_scale(tmp_path, scale):
+    # Scale-free by design; 1e-100 and 1e80 gave wrong or null indicators.
+    table = sinusoidal_ref(64, 16)
+    np.save(tmp_path / "t.npy", table)
+    np.save(tmp_path / "scaled.npy", table * scale)
+    want = analyze_json("t.npy", cwd=tmp_path)
+    got = analyze_json("scaled.npy", cwd=tmp_path)
+    for key in ("monotonicity", "translation_invariance", "symmetry"):
+        assert got[key] is not None, key
+        # Each value rounded once by the scaling: ~1e-16, summed over ~4000 terms.
+        assert got[key] == pytest.approx(want[key], abs=1e-12), key
+    assert got["monotone_range"] == want["monotone_range"]
+    # The near-singular ridge fit of a sinusoid amplifies that rounding ~1e5 times.
+    assert got["translation_residual"] == pytest.approx(want["translation_residual"], rel=1e-3)
+
+
+def test_plot_near_1e300_is_drawn(tmp_path):
+    # Dot proximity of such a table overflows float64: it drew grey (non-finite)
+    # cells; now the table is drawn divided by 1e300 (pixels: tests/report/pictures_test.cpp).
+    np.save(tmp_path / "huge.npy", sinusoidal_ref(32, 8) * 1e300)
+    for figure in ("encoding", "similarity", "decay"):
+        r = run("plot", "huge.npy", "--figure", figure, "--out", f"{figure}.png", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert png_size(tmp_path / f"{figure}.png") == ((720, 480) if figure == "decay" else (720, 600))
+
+
+def max_rss_kib(*args):
+    """Peak resident memory of one posenc run, measured by a fresh parent (so earlier runs do not count)."""
+    probe = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
+             "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run(["/usr/bin/python3", "-c", probe, CLI, *map(str, args)], capture_output=True, text=True,
+                         timeout=300)
+    code, rss = out.stdout.split()
+    return int(code), int(rss)
+
+
+def test_plot_decay_memory_is_linear(tmp_path):
+    # One row of S is drawn: O(N D). Building S at N = 16384 took 2 GiB.
+    code, rss = max_rss_kib("plot", "sinusoidal", "--positions", 16384, "--dim", 16, "--figure", "decay",
+                            "--out", str(tmp_path / "d.png"))
+    assert code == 0
+    assert rss < 300 * 1024  # the table is 2 MiB; S would be 2048 MiB
+
+
+def test_analyze_refuses_past_the_memory_limit(tmp_path):
+    r = run("analyze", "sinusoidal", "--positions", 1024, "--dim", 16, "--max-memory", "1M", cwd=tmp_path)
+    assert r.returncode == 1 and r.stdout == ""
+    # One line naming the estimate, its largest part, the limit and the options.
+    import re
+    assert re.fullmatch(r"posenc: \[analyze\] this needs about \d+\.\d MiB of memory \(S alone: 8\.0 MiB for 1024 "
+                        r"positions\) and about \d+\.\d s; 1\.0 MiB is allowed by --max-memory: pass --max-memory "
+                        r"\d+M to allow it, or --force\n", r.stderr), r.stderr
+    allow = re.search(r"pass --max-memory (\d+M)", r.stderr).group(1)
+    assert run("analyze", "sinusoidal", "--positions", 1024, "--dim", 16, "--max-memory", allow).returncode == 0
+    forced = run("analyze", "sinusoidal", "--positions", 1024, "--dim", 16, "--max-memory", "1M", "--force")
+    assert forced.returncode == 0 and forced.stderr == ""  # no progress: stderr is not a terminal here
+    r = run("plot", "sinusoidal", "--positions", 1024, "--figure", "similarity", "--max-memory", "1M",
+            "--out", "s.png", cwd=tmp_path)
+    assert r.returncode == 1 and "(S alone: 8.0 MiB for 1024 positions)" in r.stderr
+    assert not (tmp_path / "s.png").exists()
