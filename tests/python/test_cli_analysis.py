@@ -454,3 +454,36 @@ def test_analyze_refuses_past_the_memory_limit(tmp_path):
             "--out", "s.png", cwd=tmp_path)
     assert r.returncode == 1 and "(S alone: 8.0 MiB for 1024 positions)" in r.stderr
     assert not (tmp_path / "s.png").exists()
+
+
+def test_analyze_progress_only_on_a_terminal(tmp_path):
+    # stderr a terminal: the steps and the share done, rewritten in place, then cleared.
+    import pty
+    np.save(tmp_path / "t.npy", sinusoidal_ref(64, 8))
+    leader, follower = pty.openpty()
+    try:
+        r = subprocess.run([CLI, "analyze", "t.npy"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=follower,
+                           timeout=120)
+        os.close(follower)
+        follower = None
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if follower is not None:
+            os.close(follower)
+        os.close(leader)
+    assert r.returncode == 0
+    lines = [line.strip() for line in seen.decode().split("\r") if line.strip()]
+    assert lines[0] == "[analyze] proximity: 0%"
+    assert lines[1].startswith("[analyze] indicators: ")
+    assert "[analyze] translation delta 1 (1 of 5): " in " ".join(lines)
+    assert seen.endswith(b"\r")  # the last line is cleared
+    # Redirected: nothing on stderr (test_analyze_refuses_past_the_memory_limit checks the same with --force).
+    assert run("analyze", "t.npy", cwd=tmp_path).stderr == ""
