@@ -120,13 +120,21 @@ double primal_fold_error(const Matrix& table, const std::vector<double>* xx, con
   }
   std::vector<double> l;
   if (!ridge_factor(c, d, d, l)) return zero_prediction_error(table, test, delta);
-  detail::cholesky_solve(l.data(), d, r.data(), d);  // r = T^T
   const auto ne = static_cast<int64_t>(test.size());
   const std::vector<double> x_test = gather_rows(table, test, 0);
   std::vector<double> x_test_t(x_test.size());
   detail::transpose(x_test.data(), ne, d, x_test_t.data());
   std::vector<double> predicted(static_cast<size_t>(ne * d));
-  detail::multiply_tn(x_test_t.data(), r.data(), d, ne, d, predicted.data(), false);
+  // predicted = X_test A^-1 R with A = X^T X + lambda I, R = X^T Y: solve for
+  // whichever of T^T = A^-1 R (D columns) or A^-1 X_test^T (ne columns) is
+  // narrower; the same numbers up to round-off, 2 D^2 min(D, ne) for the solve.
+  if (ne < d) {
+    detail::cholesky_solve(l.data(), d, x_test_t.data(), ne);  // A^-1 X_test^T [D, ne]
+    detail::multiply_tn(x_test_t.data(), r.data(), d, ne, d, predicted.data(), false);
+  } else {
+    detail::cholesky_solve(l.data(), d, r.data(), d);  // r = T^T
+    detail::multiply_tn(x_test_t.data(), r.data(), d, ne, d, predicted.data(), false);
+  }
   return squared_error(table, test, delta, predicted);
 }
 

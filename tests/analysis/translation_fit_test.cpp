@@ -136,8 +136,10 @@ TEST(TranslationFit, RotationOperatorTranslatesARopeLikeTable) {
 }
 
 TEST(TranslationFit, FittedMatchesAPlainLongDoubleRidge) {
-  // Primal (D <= training pairs) and dual (D > training pairs) forms against the same reference.
-  for (auto [n, d] : {std::pair<int64_t, int64_t>{40, 6}, {14, 20}, {30, 23}}) {
+  // Primal (D <= training pairs) and dual (D > training pairs) forms against the same reference;
+  // primal solving for T (held-out pairs >= D: 40 x 6) or for A^-1 X_test^T (fewer: 80 x 30, and
+  // 300 x 100 where the solve runs in blocks of 64 rows).
+  for (auto [n, d] : {std::pair<int64_t, int64_t>{40, 6}, {14, 20}, {30, 23}, {80, 30}, {300, 100}}) {
     const Matrix table = test::random_table(n, d, 7 + n);
     const std::vector<int64_t> deltas = {1, 3};
     for (uint64_t seed : {0u, 5u}) {
