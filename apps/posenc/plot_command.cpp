@@ -49,7 +49,9 @@ void PlotCommand::run() const {
   if (picture == report::Picture::kEncoding) {
     png = report::encoding_picture(source.table, source.name);
   } else if (picture == report::Picture::kSimilarity) {
-    // S is n x n: estimated and refused up front when it would not fit.
+    // S is n x n: refused up front when the heatmap cannot hold it (plot's own
+    // check, made before S is computed) or when it would not fit in memory.
+    require(n <= 32767, op, "rows must be <= 32767 (Cairo's largest image), got ", n);
     const double nn = static_cast<double>(n), d = static_cast<double>(source.table.cols);
     const double s_bytes = 8.0 * nn * nn;
     resources_.check(op, s_bytes + 16.0 * nn * d, 0.5 * nn * nn * d,

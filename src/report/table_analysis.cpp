@@ -76,7 +76,9 @@ std::vector<StepCost> plan_steps(int64_t n, int64_t d, bool exact_operator, cons
       if (dd <= train) {  // primal: partial sums, then per fold a Cholesky and a solve with min(D, held out) columns
         step.work = 2.0 * count * dd * dd +
                     folds * (dd * dd * dd / 3.0 + 2.0 * dd * dd * std::min(dd, held_out) + held_out * dd * dd);
-        step.bytes = (2.0 * folds + 3.0 * parallel) * dd * dd * kDouble + 2.0 * held_out * dd * kDouble;
+        // partial sums of every fold; per running fold its sums, factor and
+        // right-hand side, and its held-out rows (gathered, transposed, predicted)
+        step.bytes = ((2.0 * folds + 3.0 * parallel) * dd * dd + (2.0 + 4.0 * parallel) * held_out * dd) * kDouble;
       } else {  // dual: one n x n Gram for all deltas, per fold an N_train x N_train system
         step.work = folds * (train * train * train / 3.0 + 2.0 * train * train * held_out + train * held_out * dd);
         if (!gram_counted) step.work += 0.5 * nn * nn * dd;

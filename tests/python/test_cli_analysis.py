@@ -329,6 +329,9 @@ BAD_ARGUMENTS = [
     (["probe", "sinusoidal", "--positions", 2, "--folds", 2],
      "[probe] the table has 2 positions, hence 1 pair; 2 folds need at least 2 (one held-out pair per fold): "
      "use a table of at least 3 positions"),
+    # Refused before S (8 GiB here) is computed, not after.
+    (["plot", "sinusoidal", "--positions", 32768, "--dim", 2, "--figure", "similarity", "--out", "x.png"],
+     "[plot] rows must be <= 32767 (Cairo's largest image), got 32768"),
     (["analyze", "sinusoidal", "--max-memory", "lots"],
      "[analyze] --max-memory must be a size such as 16G, 512M or 1000000 (bytes), got 'lots'"),
     (["plot", "sinusoidal", "--figure", "similarity", "--max-memory", "-1G", "--out", "x.png"],
