@@ -99,12 +99,11 @@ std::vector<StepCost> plan_steps(int64_t n, int64_t d, bool exact_operator, cons
   return steps;
 }
 
-// The first row r with PE[r] != PE[0], or -1 when every row equals row 0.
-int64_t first_row_unlike_the_first(const analysis::Matrix& t) {
+bool all_rows_equal(const analysis::Matrix& t) {
   for (int64_t r = 1; r < t.rows; ++r)
     for (int64_t c = 0; c < t.cols; ++c)
-      if (t(r, c) != t(0, c)) return r;
-  return -1;
+      if (t(r, c) != t(0, c)) return false;
+  return true;
 }
 
 int exponent_of_largest(const std::vector<double>& values) {
@@ -139,8 +138,7 @@ TableAnalysis analyze_table(const TableSource& source, const TableAnalysisOption
   analysis::validate_table("analyze", "table", original);
   require(original.rows >= 2, "analyze", "the table must have at least 2 positions, got ", original.rows);
   // Degenerate tables: S constant, so translation invariance and symmetry are 0 / 0.
-  const int64_t unlike = first_row_unlike_the_first(original);
-  if (unlike < 0) {
+  if (all_rows_equal(original)) {
     const bool zero = std::all_of(original.values.begin(), original.values.end(), [](double v) { return v == 0.0; });
     if (zero) fail_argument("analyze", "table is all zeros: the indicators are undefined");
     fail_argument("analyze", "table has all rows equal (a constant table): the indicators are undefined");
@@ -186,7 +184,9 @@ TableAnalysis analyze_table(const TableSource& source, const TableAnalysisOption
   const size_t first_delta = 3;
   if (!deltas.empty()) {
     starts(first_delta);
-    auto delta_done = [&](size_t count) { starts(first_delta + count); };
+    auto delta_done = [&](size_t count) {
+      if (count < deltas.size()) starts(first_delta + count);
+    };
     if (source.exact_operator) {
       a.translation = analysis::translation_residual_exact(table, deltas, source.exact_operator, delta_done);
     } else {
