@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "posenc/io/directory_lock.h"
 #include "posenc/report/report.h"
 
 namespace posenc::cli {
@@ -33,7 +34,11 @@ void ReportCommand::run() const {
                   static_cast<long long>(p.total));
     std::cerr << "posenc report: " << text << p.name << '\n';
   });
-  const report::ReportFiles files = report::write_report(r, out_);
+  // Held while the files are written: two reports never interleave their figures in DIR.
+  const report::ReportFiles files = [&] {
+    const io::DirectoryLock lock("report", out_);
+    return report::write_report(r, out_);
+  }();
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", r.seconds);
   std::cout << "wrote " << files.html.string() << ", " << files.json.string() << " and " << files.figures

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import torch
 
+from ._errors import CheckedOps
+
 LIBRARY_NAME = "libposenc_nn.so"
 ANALYSIS_LIBRARY_NAME = "libposenc_analysis_torch.so"
 ENV_VARIABLE = "POSENC_LIBRARY"
@@ -31,16 +33,17 @@ def _load_library(path):
 
 
 def load():
-    """Loads the library once and returns the ``torch.ops.posenc`` namespace."""
+    """Loads the library once and returns the ``torch.ops.posenc`` namespace, wrapped so
+    that its ops raise posenc's TypeError / MemoryError (see _errors)."""
     global _loaded
     if _loaded is not None:
-        return torch.ops.posenc
+        return CheckedOps(torch.ops.posenc)
     tried = candidate_paths()
     for path in tried:
         if path.is_file():
             _load_library(path)
             _loaded = path
-            return torch.ops.posenc
+            return CheckedOps(torch.ops.posenc)
     raise ImportError(
         f"posenc: the op library {LIBRARY_NAME} was not found; tried "
         + ", ".join(str(p) for p in tried)
@@ -55,10 +58,10 @@ def analysis_library_path():
 
 
 def load_analysis():
-    """Loads libposenc_nn.so, then the analysis op library beside it; returns ``torch.ops.posenc``."""
+    """Loads libposenc_nn.so, then the analysis op library beside it; returns ``torch.ops.posenc`` (wrapped)."""
     global _analysis_loaded
     if _analysis_loaded:
-        return torch.ops.posenc
+        return CheckedOps(torch.ops.posenc)
     path = analysis_library_path()
     if not path.is_file():
         raise ImportError(
@@ -67,4 +70,4 @@ def load_analysis():
         )
     _load_library(path)
     _analysis_loaded = True
-    return torch.ops.posenc
+    return CheckedOps(torch.ops.posenc)

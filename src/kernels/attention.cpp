@@ -661,7 +661,8 @@ class Attention {
     if (relv_) finish_values(w, bk);
 
     for (int64_t m = 0; m < bk.mb; ++m) {
-      const T inv = w.l[m] > T(0) ? T(1) / w.l[m] : T(0);
+      // l = 0: every key masked, output 0; l NaN (a NaN or +inf logit): NaN, as the composed softmax.
+      const T inv = w.l[m] > T(0) ? T(1) / w.l[m] : (w.l[m] == w.l[m] ? T(0) : w.l[m]);
       w.l[m] = inv;  // from here on: 1 / l
       T* dst = out_.row(b, h, bk.i0 + m);
       const T* src = w.o + m * dvp_;
@@ -674,7 +675,8 @@ class Attention {
   void write_weights(const Work& w, const Block& bk) const {
     for (int64_t m = 0; m < bk.mb; ++m) {
       T* row = w_.row(bk.b, bk.h, bk.i0 + m);
-      std::fill(row + bk.jend, row + tk_, T(0));
+      // Keys past the block's last visible one: 0, or NaN on a NaN row (w.l holds 1 / l), as the composed softmax.
+      std::fill(row + bk.jend, row + tk_, w.l[m] == w.l[m] ? T(0) : w.l[m]);
     }
     for (int64_t j0 = 0; j0 < bk.jend; j0 += kKeyTile) {
       const int64_t nn = std::min(kKeyTile, bk.jend - j0);

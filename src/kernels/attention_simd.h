@@ -54,15 +54,17 @@ struct ExpConstants<double> {
 // exp(x) lane by lane for x <= 0: n = round(x / ln 2), r = x - n ln 2 in
 // [-ln2/2, ln2/2], exp(r) by a polynomial (Cephes expf: 1 ulp; degree-13
 // Taylor for double: truncation 4e-18), times 2^n built in the exponent bits.
-// x below kLowest (including -inf, and NaN) gives exactly 0, so masked keys
+// x below kLowest (including -inf) gives exactly 0, so masked keys
 // get probability 0; what is lost there is below 2^-125 (2^-1021) of the
 // row's largest term.
+// NaN gives NaN, so a NaN or +inf logit spoils its row as in a plain softmax.
 template <class T>
 inline typename Simd<T>::V exp_nonpositive(typename Simd<T>::V x) noexcept {
   using V = typename Simd<T>::V;
   using I = typename SimdInt<T>::I;
   using C = ExpConstants<T>;
   const V zero{};
+  const V x0 = x;
   const auto live = x >= C::kLowest;
   x = live ? x : zero;
   const V t = x * C::kLog2e + C::kShifter;
@@ -89,7 +91,8 @@ inline typename Simd<T>::V exp_nonpositive(typename Simd<T>::V x) noexcept {
   // t's low mantissa bits hold n: 2^n = (n + bias) << mantissa.
   const I ni = vector_cast<I>(t) - vector_cast<I>(zero + C::kShifter);
   const V scale = vector_cast<V>((ni + C::kBias) << C::kMantissa);
-  return live ? p * scale : zero;
+  // NaN stays NaN (a NaN logit, or +inf - +inf), as in the composed softmax.
+  return live ? p * scale : (x0 == x0 ? zero : x0);
 }
 
 // (0, 1, 2, ...) in T.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -314,6 +315,25 @@ void check_table_args(const RopeTableSpec& spec, const int64_t* pos, const int64
           "pos_from must be null unless omega_from is set (re-rotation)");
 }
 
+// xPos scales row p by zeta^((p - center) * power): far from the center that
+// leaves T's normal range (q's factor underflows, k's overflows, and q.k turns
+// NaN), so such positions are refused, naming the distance that still fits.
+template <class T>
+void check_xpos_range(const RopeTableSpec& spec, double lowest, double highest) {
+  if (spec.xpos_zeta.empty() || spec.xpos_power == 0.0) return;
+  const double smallest_zeta = *std::min_element(spec.xpos_zeta.begin(), spec.xpos_zeta.end());
+  if (smallest_zeta == 1.0) return;
+  // ln of the smallest normal T, with a margin for the attention factor and one product.
+  const double ln_range = std::log(std::numeric_limits<T>::min()) * -1.0 - 2.0;
+  const double reach = ln_range / (std::abs(spec.xpos_power) * -std::log(smallest_zeta));
+  const double far = std::max(std::abs(lowest - spec.xpos_center), std::abs(highest - spec.xpos_center));
+  if (far <= reach) return;
+  const double worst = std::abs(lowest - spec.xpos_center) >= std::abs(highest - spec.xpos_center) ? lowest : highest;
+  fail_argument("xpos", "positions must be within ", std::floor(reach), " of xpos_center ", spec.xpos_center,
+                " (beyond, the decay factor zeta^((p - center) * power) leaves ",
+                sizeof(T) == 4 ? "float32" : "float64", "'s range), got ", static_cast<int64_t>(worst));
+}
+
 // Fills rows [0, rows) of cos/sin, blocks of kBlock rows in parallel. A block
 // whose positions are consecutive (block_start(first, n) gives its first
 // position) takes the anchored recurrence; any other row is computed by
@@ -360,6 +380,10 @@ void rope_cos_sin(const RopeTableSpec& spec, const int64_t* pos, const int64_t* 
   if (pos_from != nullptr) {
     for (int64_t k = 0; k < rows * axes; ++k) max_from = std::max(max_from, std::abs(static_cast<double>(pos_from[k])));
   }
+  if (!spec.xpos_zeta.empty()) {
+    const auto [lo, hi] = std::minmax_element(pos, pos + rows * axes);
+    check_xpos_range<T>(spec, static_cast<double>(*lo), static_cast<double>(*hi));
+  }
   const Plan plan = make_plan(spec, max_pos, max_from);
   auto block_start = [pos](int64_t first, int64_t n) -> std::optional<int64_t> {
     for (int64_t k = 1; k < n; ++k) {
@@ -383,6 +407,7 @@ void rope_cos_sin_range(const RopeTableSpec& spec, int64_t start, int64_t count,
   require(cos != nullptr && sin != nullptr, "rope", "cos and sin must not be null");
   const double max_pos =
       std::max(std::abs(static_cast<double>(start)), std::abs(static_cast<double>(start + count - 1)));
+  check_xpos_range<T>(spec, static_cast<double>(start), static_cast<double>(start + count - 1));
   const Plan plan = make_plan(spec, max_pos, 0.0);
   auto block_start = [start](int64_t first, int64_t) -> std::optional<int64_t> { return start + first; };
   auto direct = [&](int64_t r, RowScratch& w) {

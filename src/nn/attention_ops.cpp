@@ -55,12 +55,30 @@ void check_term(const char* name, const at::Tensor& t, const at::Tensor& q) {
                    dtype_name(t.scalar_type()));
 }
 
+// Tables and slopes hold parameters, never masks: a NaN or an infinity there is
+// a bug upstream, refused with its first position (the dense bias may hold -inf).
+void check_finite_table(const char* name, const at::Tensor& t) {
+  if (t.numel() == 0) return;
+  const at::Tensor bad = at::logical_not(at::isfinite(t.detach()));
+  if (!bad.any().item<bool>()) return;
+  const at::Tensor first = bad.flatten().nonzero().select(0, 0).squeeze();
+  const int64_t flat = first.item<int64_t>();
+  std::vector<int64_t> index(static_cast<size_t>(t.dim()));
+  for (int64_t d = t.dim() - 1, rest = flat; d >= 0; --d) {
+    index[static_cast<size_t>(d)] = rest % t.size(d);
+    rest /= t.size(d);
+  }
+  const double value = t.detach().flatten().select(0, flat).item<double>();
+  TORCH_CHECK_VALUE(false, "[", kOp, "] ", name, " must be finite, got ", value, " at ", list_of(index));
+}
+
 // A relative table [rows, dim] shared by the heads or [H, rows, dim].
 void check_relative_table(const char* name, const char* rows_name, int64_t rows, const char* dim_name,
                           int64_t dim, const at::Tensor& t, const at::Tensor& q, const char* kind = "relative") {
   TORCH_CHECK_VALUE(t.dim() == 2 || t.dim() == 3, "[", kOp, "] ", name, " must be 2-D [", rows_name, ", ", dim_name,
                     "] or 3-D [H, ", rows_name, ", ", dim_name, "], got ", t.dim(), "-D");
   check_term(name, t, q);
+  check_finite_table(name, t);
   TORCH_CHECK_VALUE(t.size(-2) == rows, "[", kOp, "] ", name, " must have ", rows_name, " = ", rows, " rows, got ",
                     t.size(-2));
   TORCH_CHECK_VALUE(t.size(-1) == dim, "[", kOp, "] ", name, " must have ", dim_name, " = ", dim, " columns, got ",
@@ -73,6 +91,7 @@ void check_relative_table(const char* name, const char* rows_name, int64_t rows,
 // [H, Dh] (Transformer-XL's u and v).
 void check_shift(const char* name, const at::Tensor& t, const at::Tensor& q) {
   check_term(name, t, q);
+  check_finite_table(name, t);
   TORCH_CHECK_VALUE(t.dim() == 2 && t.size(0) == q.size(1) && t.size(1) == q.size(3), "[", kOp, "] ", name,
                     " must be [H, Dh] = ", list_of({q.size(1), q.size(3)}), ", got ", list_of(t.sizes()));
 }
@@ -381,6 +400,7 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
     check_term("alibi_slopes", *alibi_slopes, q);
     TORCH_CHECK_VALUE(alibi_slopes->dim() == 1 && alibi_slopes->size(0) == heads, "[", kOp,
                       "] alibi_slopes must be [H] = ", list_of({heads}), ", got ", list_of(alibi_slopes->sizes()));
+    check_finite_table("alibi_slopes", *alibi_slopes);
     // From the slopes in the compute dtype: -m |d| is rounded once, not in bfloat16.
     if (pairs) terms.offset_bias = ops::alibi_offset_bias(alibi_slopes->to(compute), q_len, k_len);
   }
@@ -389,6 +409,7 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
     TORCH_CHECK_VALUE(t5_table->dim() == 2 && t5_table->size(0) == t5_num_buckets && t5_table->size(1) == heads, "[",
                       kOp, "] t5_table must be [num_buckets, H] = ", list_of({t5_num_buckets, heads}), ", got ",
                       list_of(t5_table->sizes()));
+    check_finite_table("t5_table", *t5_table);
     if (pairs) {
       const at::Tensor t5 = ops::t5_offset_bias(t5_table->to(compute), q_len, k_len,
                                                 t5_bidirectional.value_or(!causal), t5_max_distance);

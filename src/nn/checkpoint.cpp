@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "posenc/error.h"
+#include "posenc/io/atomic_file.h"
 
 namespace posenc::nn {
 namespace {
@@ -92,38 +93,10 @@ std::string checkpoint_name(int64_t step) {
 }
 
 void write_file_atomic(const fs::path& path, std::string_view bytes) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    Descriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) fail_io("write", tmp);
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail_io("write", tmp);
-      done += static_cast<size_t>(n);
-    }
-    if (::fsync(fd.get()) != 0) fail_io("fsync", tmp);
-    if (::close(fd.release()) != 0) fail_io("close", tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail_io("rename to", path);
-  sync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));
+  io::write_file_atomically(kOp, path.string(), bytes);
 }
 
-std::string read_file(const fs::path& path) {
-  Descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail_io("read", path);
-  std::string bytes;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail_io("read", path);
-    if (n == 0) break;
-    bytes.append(buffer, static_cast<size_t>(n));
-  }
-  return bytes;
-}
+std::string read_file(const fs::path& path) { return io::read_regular_file(kOp, path.string()); }
 
 fs::path write_checkpoint(const fs::path& root, int64_t step, const std::map<std::string, std::string>& files) {
   const std::string name = checkpoint_name(step);
@@ -243,25 +216,32 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   return c;
 }
 
-std::optional<LatestCheckpoint> find_latest_checkpoint(const fs::path& root, std::string_view using_verb) {
+CheckpointScan scan_checkpoints(const fs::path& root, std::string_view using_verb) {
+  CheckpointScan scan;
   const std::vector<CheckpointEntry> entries = list_checkpoints(root);
-  if (entries.empty()) return std::nullopt;
-  std::vector<std::string> skipped;  // "step-00000200 is corrupted (...)", newest first
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
     LatestCheckpoint latest;
     const std::optional<std::string> problem = verify_checkpoint(it->dir, &latest.checkpoint);
     const std::string name = it->dir.filename().string();
     if (problem) {
-      skipped.push_back(name + (*problem == "no MANIFEST" ? " is incomplete (" : " is corrupted (") + *problem + ")");
+      scan.skipped.push_back(name + (*problem == "no MANIFEST" ? " is incomplete (" : " is corrupted (") + *problem +
+                             ")");
       continue;
     }
-    for (const std::string& s : skipped) {
+    for (const std::string& s : scan.skipped) {
       latest.warnings.push_back("checkpoint " + s + "; " + std::string(using_verb) + " " + name);
     }
-    return latest;
+    scan.latest = std::move(latest);
+    break;
   }
+  return scan;
+}
+
+std::optional<LatestCheckpoint> find_latest_checkpoint(const fs::path& root, std::string_view using_verb) {
+  CheckpointScan scan = scan_checkpoints(root, using_verb);
+  if (scan.latest || scan.skipped.empty()) return std::move(scan.latest);
   std::string all;
-  for (const std::string& s : skipped) all += (all.empty() ? "" : ", ") + s;
+  for (const std::string& s : scan.skipped) all += (all.empty() ? "" : ", ") + s;
   fail_runtime(kOp, "no valid checkpoint in ", root.string(), ": ", all);
 }
 

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "posenc/error.h"
+#include "posenc/io/directory_lock.h"
 #include "posenc/nn/checkpoint.h"
 
 #ifndef POSENC_VERSION
@@ -112,10 +113,11 @@ T field(const json& j, const char* key, const std::string& source) {
 // ------------------------------------------------------------ files
 
 // An append-only log whose bytes can be made durable before a checkpoint records its length.
+// O_NOFOLLOW: a link planted at its name is refused, never written through.
 class AppendFile {
  public:
   explicit AppendFile(const fs::path& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd_ < 0) fail_runtime(kOp, "cannot open ", path.string(), ": ", std::strerror(errno));
   }
   AppendFile(const AppendFile&) = delete;
@@ -133,6 +135,12 @@ class AppendFile {
   }
   void sync() {
     if (::fsync(fd_) != 0) fail_runtime(kOp, "cannot fsync ", path_.string(), ": ", std::strerror(errno));
+  }
+  // Cuts the log back to its first `bytes` bytes (the length a checkpoint vouches for).
+  void truncate(uint64_t bytes) {
+    if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0) {
+      fail_runtime(kOp, "cannot truncate ", path_.string(), ": ", std::strerror(errno));
+    }
   }
 
  private:
@@ -183,11 +191,18 @@ std::string archive_bytes(Fill&& fill) {
   return out.str();
 }
 
+// libtorch's own messages name no file ("PytorchStreamReader failed reading zip archive"): say which one.
 template <class Use>
-void from_archive(const std::string& bytes, Use&& use) {
-  torch::serialize::InputArchive archive;
-  archive.load_from(bytes.data(), bytes.size());
-  use(archive);
+void from_archive(const Checkpoint& c, const std::string& name, Use&& use) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(c.file(name).data(), c.file(name).size());
+    use(archive);
+  } catch (const c10::Error& e) {
+    std::string why = e.what_without_backtrace();
+    if (const size_t newline = why.find('\n'); newline != std::string::npos) why.resize(newline);
+    fail_runtime("checkpoint", (c.dir / name).string(), " cannot be loaded: ", why);
+  }
 }
 
 at::Tensor generator_state() {
@@ -250,9 +265,9 @@ void load_optimizer(torch::serialize::InputArchive& archive, torch::optim::AdamW
 }
 
 void load_training_state(const Checkpoint& c, TaskModel& model, torch::optim::AdamW& optimizer) {
-  from_archive(c.file("model.pt"), [&](torch::serialize::InputArchive& a) { model.module().load(a); });
-  from_archive(c.file("optimizer.pt"), [&](torch::serialize::InputArchive& a) { load_optimizer(a, optimizer); });
-  from_archive(c.file("rng.pt"), [&](torch::serialize::InputArchive& a) {
+  from_archive(c, "model.pt", [&](torch::serialize::InputArchive& a) { model.module().load(a); });
+  from_archive(c, "optimizer.pt", [&](torch::serialize::InputArchive& a) { load_optimizer(a, optimizer); });
+  from_archive(c, "rng.pt", [&](torch::serialize::InputArchive& a) {
     at::Tensor state;
     a.read("cpu_generator", state);
     set_generator_state(state);
@@ -448,11 +463,24 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
     if (callbacks.warning) callbacks.warning(w);
   };
 
+  // Held until train() returns: a second process on DIR is refused, naming this one.
+  const io::DirectoryLock lock(kOp, dir.string());
   std::optional<LatestCheckpoint> latest;
   std::error_code ec;
   if (run.resume) {
-    latest = find_latest_checkpoint(checkpoints);
-    if (!latest) warn("no checkpoint in " + checkpoints.string() + "; starting from step 0");
+    // A run stopped while writing its first checkpoint has none that is valid:
+    // it starts again from step 0, exactly as a fresh run would.
+    CheckpointScan scan = scan_checkpoints(checkpoints);
+    latest = std::move(scan.latest);
+    if (!latest) {
+      std::string why = "no checkpoint in " + checkpoints.string();
+      if (!scan.skipped.empty()) {
+        why = "no valid checkpoint in " + checkpoints.string() + " (";
+        for (size_t i = 0; i < scan.skipped.size(); ++i) why += (i > 0 ? ", " : "") + scan.skipped[i];
+        why += ")";
+      }
+      warn(why + "; starting from step 0");
+    }
   } else if (fs::exists(metrics_path, ec) || !list_checkpoints(checkpoints).empty()) {
     fail_argument(kOp, dir.string(),
                   " already holds a run (metrics.jsonl or checkpoints); resume it or choose another directory");
@@ -494,19 +522,15 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
     result.checkpoint = c.dir;
   }
 
-  fs::create_directories(dir, ec);
-  if (ec) fail_runtime(kOp, "cannot create ", dir.string(), ": ", ec.message());
   write_file_atomic(dir / "config.json", train_config_json(config));
-  // The record is cut back to the checkpoint, so the lines after it are written again, identically.
-  if (!fs::exists(metrics_path, ec)) write_file_atomic(metrics_path, "");
-  fs::resize_file(metrics_path, metrics_bytes, ec);
-  if (ec) fail_runtime(kOp, "cannot truncate ", metrics_path.string(), ": ", ec.message());
   if (start == 0) {
     write_file_atomic(throughput_path, "");
   } else {
     cut_throughput(throughput_path, start);
   }
   AppendFile metrics(metrics_path), throughput(throughput_path);
+  // The record is cut back to the checkpoint, so the lines after it are written again, identically.
+  metrics.truncate(metrics_bytes);
 
   const Clock::time_point began = Clock::now();
   Clock::time_point window_began = began;
@@ -523,10 +547,16 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
     const TaskScore score = model.score(batch);
     score.loss.backward();
     const double grad_norm = torch::nn::utils::clip_grad_norm_(parameters, max_norm);
+    const double loss = score.loss.item<double>();
+    // Checked before the update, so the last checkpoint and the log stay those of a finite model.
+    if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+      fail_runtime(kOp, "training diverged at step ", step, " (loss ", loss, ", gradient norm ", grad_norm,
+                   ", lr ", lr, "): lower lr, raise warmup or set clip");
+    }
     optimizer.step();
     ++cursor;
     window.steps += 1;
-    window.loss_sum += score.loss.item<double>();
+    window.loss_sum += loss;
     window.grad_norm_sum += grad_norm;
     window.correct += score.correct;
     window.count += score.count;
@@ -626,7 +656,7 @@ TaskModel load_task_model(const fs::path& given, LoadedRun* run) {
   loaded.step = checkpoint.step;
 
   TaskModel model(Task::parse(config.task, config.task_options), config);
-  from_archive(checkpoint.file("model.pt"), [&](torch::serialize::InputArchive& a) { model.module().load(a); });
+  from_archive(checkpoint, "model.pt", [&](torch::serialize::InputArchive& a) { model.module().load(a); });
   model.module().eval();
   if (run != nullptr) *run = std::move(loaded);
   return model;
@@ -664,6 +694,8 @@ EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, 
       r.accuracy = static_cast<double>(correct) / static_cast<double>(r.count);
     } catch (const c10::Error& e) {  // e.g. a learned table shorter than the length
       r.error = e.what_without_backtrace();
+      // libtorch's allocator names its own source line, not what ran out.
+      if (r.error.starts_with("[enforce fail at alloc_cpu")) r.error = "[eval] out of memory at this length";
     } catch (const std::invalid_argument& e) {  // e.g. a length below the task's minimum
       r.error = e.what();
     }

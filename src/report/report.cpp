@@ -2,13 +2,14 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 
 #include "attention_maps.h"
 #include "posenc/error.h"
+#include "posenc/io/atomic_file.h"
 #include "posenc/kernels/alibi.h"
 #include "posenc/kernels/rope.h"
 #include "posenc/kernels/rope_axes.h"
@@ -104,7 +105,16 @@ class Builder {
     options.seed = s_.seed;
     options.probes = true;
     options.probe = s_.probe;
-    sec.table = analyze_table(source, options);
+    try {
+      sec.table = analyze_table(source, options);
+    } catch (const std::invalid_argument& e) {
+      // A degenerate table (all zeros, constant rows) has no indicators: the
+      // section says why instead of failing the whole report.
+      sec.note = e.what();
+      add_figure(sec, Picture::kEncoding, encoding_picture(source.table, sec.name, s_.heatmap),
+                 "the table PE[position, dimension]");
+      return sec;
+    }
     sec.s = sec.table->similarity;
     add_figure(sec, Picture::kEncoding, encoding_picture(source.table, sec.name, s_.heatmap),
                "the table PE[position, dimension]");
@@ -452,16 +462,7 @@ ReportFiles write_report(const Report& report, const std::filesystem::path& dir)
   }
   // Through a temporary file and a rename, as the figures: a reader never sees half a report.
   auto write_text = [](const std::filesystem::path& path, const std::string& text) {
-    const std::filesystem::path tmp = path.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << text;
-      out.close();
-      if (!out) fail_runtime(kOp, "cannot write '", tmp.string(), "'");
-    }
-    std::error_code e;
-    std::filesystem::rename(tmp, path, e);
-    if (e) fail_runtime(kOp, "cannot write '", path.string(), "': ", e.message());
+    io::write_file_atomically(kOp, path.string(), text);
   };
   write_text(files.json, report_json(report).dump(2) + "\n");
   write_text(files.html, report_html(report));

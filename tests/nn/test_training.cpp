@@ -6,6 +6,8 @@
 // evaluation at other lengths including a learned table that is too short.
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <torch/serialize/input-archive.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "../kernels/check.h"
+#include "posenc/io/directory_lock.h"
 #include "posenc/nn/checkpoint.h"
 #include "posenc/nn/trainer.h"
 #include "test_files.h"
@@ -225,6 +228,127 @@ TEST_F(TrainingTest, InterruptedAndResumedRunIsBitIdentical) {
                                                     "uses 2: results will not be bit-identical to an uninterrupted "
                                                     "run"});
   at::set_num_threads(1);
+}
+
+// The state a SIGKILL, SIGINT or full disk leaves while the first checkpoint
+// is written: its files (some or all) but no MANIFEST, which is written last.
+TEST_F(TrainingTest, RunKilledDuringItsFirstCheckpointResumesFromStepZero) {
+  const TrainConfig c = tiny_config();
+  train(c, root_ / "straight");
+  train(c, root_ / "killed", {.stop_after = 4});
+  const fs::path first = root_ / "killed" / "checkpoints" / "step-00000004";
+  ASSERT_TRUE(fs::remove(first / "MANIFEST"));
+  fs::remove(first / "rng.pt");
+
+  // Without --resume the directory is still refused: it holds a run.
+  expect_error([&] { train(c, root_ / "killed"); },
+               "[train] " + (root_ / "killed").string() +
+                   " already holds a run (metrics.jsonl or checkpoints); resume it or choose another directory");
+  const TrainResult resumed = train(c, root_ / "killed", {.resume = true});
+  EXPECT_EQ(resumed.start_step, 0);
+  EXPECT_EQ(resumed.end_step, 14);
+  EXPECT_EQ(resumed.warnings, std::vector<std::string>{"no valid checkpoint in " +
+                                                       (root_ / "killed" / "checkpoints").string() +
+                                                       " (step-00000004 is incomplete (no MANIFEST)); starting from "
+                                                       "step 0"});
+  expect_same_run(root_ / "straight", root_ / "killed", c);
+}
+
+TEST_F(TrainingTest, ASecondProcessOnARunDirectoryIsRefusedNamingTheHolder) {
+  const TrainConfig c = tiny_config();
+  {
+    const io::DirectoryLock held("test", (root_ / "run").string());
+    expect_error<std::runtime_error>([&] { train(c, root_ / "run", {.resume = true}); },
+                                     "[train] " + (root_ / "run").string() + " is in use by process " +
+                                         std::to_string(::getpid()) + " (lock file " +
+                                         (root_ / "run" / ".lock").string() + ")");
+    EXPECT_FALSE(fs::exists(root_ / "run" / "metrics.jsonl"));  // nothing touched
+  }
+  // A holder killed with SIGKILL releases the lock with its life. The child
+  // only takes the lock and waits: no torch call after fork().
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      const io::DirectoryLock held("test", (root_ / "run").string());
+      const char byte = 1;
+      if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
+      ::pause();
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1) << "the child could not take the lock";
+  ::close(ready[0]);
+  expect_error<std::runtime_error>([&] { io::DirectoryLock probe("test", (root_ / "run").string()); },
+                                   "[test] " + (root_ / "run").string() + " is in use by process " +
+                                       std::to_string(child) + " (lock file " + (root_ / "run" / ".lock").string() +
+                                       ")");
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  TrainConfig short_run = c;
+  short_run.steps = 2;
+  EXPECT_EQ(train(short_run, root_ / "run").end_step, 2);
+}
+
+TEST_F(TrainingTest, PlantedLinksAreNeverWrittenThrough) {
+  TrainConfig c = tiny_config();
+  c.steps = 4;
+  fs::create_directories(root_ / "run");
+  std::ofstream(root_ / "victim") << "precious";
+  // The names the old writers used for their temporary files.
+  fs::create_symlink(root_ / "victim", root_ / "run" / "config.json.tmp");
+  fs::create_symlink(root_ / "victim", root_ / "run" / "throughput.jsonl.tmp");
+  train(c, root_ / "run");
+  EXPECT_EQ(slurp(root_ / "victim"), "precious");
+  EXPECT_TRUE(fs::is_regular_file(root_ / "run" / "config.json"));
+  // A link where the metrics log goes is refused, not followed.
+  fs::create_directories(root_ / "linked");
+  fs::create_symlink(root_ / "victim", root_ / "linked" / "metrics.jsonl");
+  expect_error<std::runtime_error>([&] { train(c, root_ / "linked", {.resume = true}); },
+                                   "[train] cannot open " + (root_ / "linked" / "metrics.jsonl").string() +
+                                       ": Too many levels of symbolic links");
+  EXPECT_EQ(slurp(root_ / "victim"), "precious");
+}
+
+TEST_F(TrainingTest, DivergedTrainingStopsWithAnErrorBeforeTheUpdate) {
+  TrainConfig c = tiny_config();
+  c.lr = 1e30;
+  c.clip = 0;
+  c.warmup = 0;
+  try {
+    train(c, root_);
+    ADD_FAILURE() << "a run at lr 1e30 finished";
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    EXPECT_TRUE(message.starts_with("[train] training diverged at step ")) << message;
+    EXPECT_TRUE(message.ends_with("): lower lr, raise warmup or set clip")) << message;
+    EXPECT_NE(message.find(" (loss "), std::string::npos) << message;
+  }
+}
+
+TEST_F(TrainingTest, AnUnreadableModelArchiveIsNamed) {
+  TrainConfig c = tiny_config();
+  c.steps = 4;
+  train(c, root_);
+  const fs::path step = root_ / "checkpoints" / "step-00000004";
+  std::map<std::string, std::string> files;
+  for (const char* name : {"optimizer.pt", "rng.pt", "state.json"}) files[name] = slurp(step / name);
+  files["model.pt"] = "not a zip archive";  // listed with its own checksum: only libtorch can tell
+  write_checkpoint(root_ / "checkpoints", 4, files);
+  try {
+    evaluate(root_, {8}, 1);
+    ADD_FAILURE() << "a garbage model.pt was loaded";
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    const std::string head = "[checkpoint] " + (step / "model.pt").string() + " cannot be loaded: ";
+    EXPECT_TRUE(message.starts_with(head)) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
 }
 
 TEST_F(TrainingTest, EvaluatesOtherLengthsAndNamesTheLearnedTableLimit) {

@@ -216,4 +216,4 @@ def test_unwritable_output_is_a_runtime_error(tmp_path):
     (tmp_path / "file").write_text("")
     r = run("report", "--quick", "--out", "file", cwd=tmp_path)
     assert (r.returncode, r.stdout) == (1, "")
-    assert r.stderr.splitlines()[-1] == "posenc: [report] cannot create directory 'file/figures': Not a directory"
+    assert r.stderr.splitlines()[-1] == "posenc: [report] cannot create directory 'file': Not a directory"

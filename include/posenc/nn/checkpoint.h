@@ -2,8 +2,9 @@
 // either the previous checkpoints intact or a new one that is detected as
 // incomplete, never a silently wrong one.
 //
-//   ROOT/step-00000100/<file>...   each file written to "<file>.tmp", fsync'd,
-//                                  renamed, then the directory fsync'd
+//   ROOT/step-00000100/<file>...   each file written through io::write_file_atomically
+//                                  (unguessable temporary name, O_EXCL | O_NOFOLLOW,
+//                                  fsync, rename, fsync of the directory)
 //   ROOT/step-00000100/MANIFEST    written LAST the same way: JSON
 //     {"format": "posenc-checkpoint", "version": 1, "step": 100,
 //      "files": {"model.pt": {"size": 1234, "fnv1a64": "0123456789abcdef"}, ...}}
@@ -31,11 +32,12 @@ uint64_t fnv1a64(std::string_view bytes) noexcept;
 // "step-00000100"
 std::string checkpoint_name(int64_t step);
 
-// Writes `bytes` to `path` atomically: temporary file, fsync, rename, fsync of
-// the directory. Throws std::runtime_error "[checkpoint] cannot write PATH: <errno text>".
+// Writes `bytes` to `path` atomically (io::write_file_atomically). Throws
+// std::runtime_error "[checkpoint] PATH: cannot create a file in 'DIR': <errno text>" and the like.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
 
-// Reads a whole file. Throws std::runtime_error "[checkpoint] cannot read PATH: <errno text>".
+// Reads a whole regular file (never blocks on a FIFO). Throws std::runtime_error
+// "[checkpoint] PATH: cannot open: <errno text>" or "[checkpoint] PATH: not a regular file".
 std::string read_file(const std::filesystem::path& path);
 
 // Writes ROOT/step-<8 digits>/ (replacing any directory of that name) with
@@ -85,5 +87,14 @@ struct LatestCheckpoint {
 };
 std::optional<LatestCheckpoint> find_latest_checkpoint(const std::filesystem::path& root,
                                                       std::string_view using_verb = "resuming from");
+
+// The same search without the throw: `latest` is the newest valid checkpoint
+// (nullopt when none is valid), `skipped` says why each newer one was passed
+// over, newest first ("step-00000100 is incomplete (no MANIFEST)").
+struct CheckpointScan {
+  std::optional<LatestCheckpoint> latest;
+  std::vector<std::string> skipped;
+};
+CheckpointScan scan_checkpoints(const std::filesystem::path& root, std::string_view using_verb = "resuming from");
 
 }  // namespace posenc::nn

@@ -130,7 +130,13 @@ struct TrainResult {
 // Trains into `dir`. Without run.resume, a DIR that already holds a run is refused:
 // "[train] DIR already holds a run (metrics.jsonl or checkpoints); resume it or choose another directory".
 // With it, a checkpoint written for another configuration is refused:
-// "[checkpoint] DIR/checkpoints/step-00000100 was written for encoding 'rope', this run uses 'alibi'".
+// "[checkpoint] DIR/checkpoints/step-00000100 was written for encoding 'rope', this run uses 'alibi'";
+// when no checkpoint is valid (a run stopped while writing its first one) it
+// starts again from step 0, bit-identical to a fresh run, with a warning.
+// DIR is locked while train() runs (io::DirectoryLock): a second process gets
+// "[train] DIR is in use by process 1234 (lock file DIR/.lock)".
+// A non-finite loss or gradient norm stops training before the update:
+// "[train] training diverged at step 3 (loss nan, gradient norm nan, lr 1e+30): lower lr, raise warmup or set clip".
 TrainResult train(const TrainConfig& config, const std::filesystem::path& dir, const TrainRun& run = {},
                   const TrainCallbacks& callbacks = {});
 
