@@ -8,6 +8,9 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <utility>
+
+#include "posenc/error.h"
 
 namespace posenc::cli {
 namespace {
@@ -91,11 +94,19 @@ TrainCommand::TrainCommand(CLI::App& parent) {
   app_->add_option("--log-every", config_.log_every, "Steps per metrics line and progress update")
       ->capture_default_str();
   app_->add_option("--vocab-size", config_.task_options.vocab_size, "Task vocabulary")->capture_default_str();
-  app_->add_option("--lookback", config_.task_options.lookback, "lookback: k")->capture_default_str();
-  app_->add_option("--max-span", config_.task_options.max_span, "span: longest answer")->capture_default_str();
+  lookback_ = app_->add_option("--lookback", config_.task_options.lookback, "lookback: k")->capture_default_str();
+  max_span_ = app_->add_option("--max-span", config_.task_options.max_span, "span: longest answer")
+                  ->capture_default_str();
 }
 
 int TrainCommand::run() const {
+  // Each task option belongs to one task: given to another, it would be silently ignored.
+  for (const auto& [option, task] : {std::pair{lookback_, "lookback"}, std::pair{max_span_, "span"}}) {
+    if (option->count() > 0 && config_.task != task) {
+      fail_argument("train", option->get_name(), " does not apply to task '", config_.task, "' (only to '", task,
+                    "')");
+    }
+  }
   const bool bar = ::isatty(STDERR_FILENO) == 1;
   bool drawn = false;  // a bar line is on screen without its newline
   auto end_bar = [&] {

@@ -22,6 +22,8 @@ class TrainCommand {
 
  private:
   CLI::App* app_;
+  CLI::Option* lookback_ = nullptr;
+  CLI::Option* max_span_ = nullptr;
   nn::TrainConfig config_;
   std::string out_;
   bool resume_ = false;

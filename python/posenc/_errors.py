@@ -45,6 +45,9 @@ class _CheckedOp:
         self._op = op
         self._name = name
 
+    def __getattr__(self, overload):  # op.out, op.default, ...: the same translation
+        return _CheckedOp(getattr(self._op, overload), self._name)
+
     def __call__(self, *args, **kwargs):
         try:
             return self._op(*args, **kwargs)

@@ -188,3 +188,15 @@ def test_a_degenerate_table_in_a_report_is_a_note_not_perfect_numbers(tmp_path):
     noted = [s for s in sections if s["note"] and "zeros.npy" in s["name"]]
     assert len(noted) == 1, [s["name"] for s in sections]
     assert noted[0]["note"] == "[analyze] table is all zeros: the indicators are undefined"
+
+
+@pytest.mark.parametrize("task, option, owner", [
+    ("order", "--max-span", "span"), ("lookback", "--max-span", "span"),
+    ("order", "--lookback", "lookback"), ("copy", "--lookback", "lookback"), ("span", "--lookback", "lookback"),
+])
+def test_a_task_option_given_to_another_task_is_refused(tmp_path, task, option, owner):
+    args = [a for a in TINY_RUN if a not in ("--task", "order")]
+    r = run("train", "--task", task, *args, option, "3", "--steps", "2", "--out", tmp_path / "run")
+    assert (r.returncode, r.stderr) == (
+        2, f"posenc: [train] {option} does not apply to task '{task}' (only to '{owner}')\n")
+    assert not (tmp_path / "run").exists()
