@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io_test_util.h"
@@ -26,14 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-template <class E = std::runtime_error, class F>
+template <class F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::error_of<std::runtime_error>(std::forward<F>(f));
 }
 
 TEST(AtomicFile, ALinkPlantedAtATemporaryNameIsNeverFollowed) {

@@ -13,17 +13,12 @@
 
 #include "posenc/report/report.h"
 
+#include "report_test_support.h"
+
 namespace posenc::report {
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
+using test::message_of;
 
 const Report& quick_report() {
   static const Report r = [] {

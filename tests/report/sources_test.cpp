@@ -9,20 +9,15 @@
 #include "posenc/report/sources.h"
 #include "posenc/report/table_analysis.h"
 
+#include "report_test_support.h"
+
 namespace posenc::report {
 namespace {
 
 // Every table here is float64 from exact angles: |error| ~1e-15 per entry.
 constexpr double kTableTol = 1e-12;
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
+using test::message_of;
 
 TEST(RopeSource, MatchesCosSinReference) {
   const int64_t n = 50, d = 16, start = 7;

@@ -11,17 +11,12 @@
 
 #include "posenc/report/table_analysis.h"
 
+#include "report_test_support.h"
+
 namespace posenc::report {
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
+using test::message_of;
 
 TableSource file_like(analysis::Matrix table) {
   TableSource s;
