@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <malloc.h>
 #include <stdexcept>
 #include <vector>
+
+#include "posenc/nn/runtime_info.h"
 
 namespace posenc::bench {
 namespace {
@@ -95,6 +98,16 @@ int64_t peak_extra_bytes(const std::function<void()>& f) {
   // kernel syncs their counters lazily); what f left resident is a floor.
   const int64_t peak = std::max(status_kib("VmHWM"), status_kib("VmRSS"));
   return before < 0 || peak < 0 ? -1 : (peak - before) * 1024;
+}
+
+int check_baseline_blas() {
+  const nn::BlasInfo blas = nn::blas_info();
+  std::printf("baseline BLAS: %s (%s), float32 GEMM %.1f GFLOP/s\n", blas.kind.c_str(),
+              blas.library.empty() ? "not found" : blas.library.c_str(), nn::gemm_gflops(0.5));
+  if (!blas.reference) return 0;
+  std::printf("NO RATIO: libtorch runs on netlib's reference BLAS; install OpenBLAS (bash scripts/setup.sh) so that "
+              "the eager baseline is the one a user would run\n");
+  return 3;
 }
 
 }  // namespace posenc::bench

@@ -27,4 +27,10 @@ double paired_ratio(const std::function<void()>& base, const std::function<void(
 // let f keep its result alive to count it); -1 when that reset is refused.
 int64_t peak_extra_bytes(const std::function<void()>& f);
 
+// Prints which BLAS libtorch resolved and its float32 GEMM rate, measured now.
+// Returns 3 (the "below target" exit code) with the reason printed when it is
+// netlib's reference BLAS: a ratio against a baseline 20-50x slower than what
+// any user runs would mean nothing. Returns 0 otherwise.
+int check_baseline_blas();
+
 }  // namespace posenc::bench

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages posenc needs, if any is missing.
 # As root it runs apt-get; otherwise it prints the exact command and fails.
+# libopenblas0-openmp: libtorch's libblas.so.3 then resolves to OpenBLAS
+# instead of netlib's reference BLAS (20-50x slower). The OpenMP build shares
+# libtorch's libgomp thread pool; the pthread build adds a second pool that
+# fights it on 2 cores (docs/benchmarks.md has the measurement).
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make
   libtorch-dev python3-torch python3-numpy python3-pytest
+  libopenblas0-openmp
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libcairo2-dev fonts-dejavu-core chromium
   clang libclang-rt-14-dev

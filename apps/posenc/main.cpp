@@ -3,7 +3,7 @@
 //   0 success (and --help), 2 bad arguments, 1 runtime failure.
 // analyze, plot and probe take a SOURCE (a kind or a .npy / .safetensors
 // file); report writes the HTML report (posenc::report).
-// train, eval and encodings exist when posenc is built with the torch layer
+// train, eval, encodings and doctor exist when posenc is built with the torch layer
 // (POSENC_BUILD_NN, which defines POSENC_WITH_NN here).
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -25,6 +25,7 @@
 #ifdef POSENC_WITH_NN
 #include <c10/util/Exception.h>
 
+#include "doctor_command.h"
 #include "encodings_command.h"
 #include "eval_command.h"
 #include "train_command.h"
@@ -93,6 +94,7 @@ int main(int argc, char** argv) {
   const posenc::cli::TrainCommand train(app);
   const posenc::cli::EvalCommand evaluate(app);
   const posenc::cli::EncodingsCommand encodings(app);
+  const posenc::cli::DoctorCommand doctor(app);
 #endif
   posenc::cli::require_decimal_integers(app);  // after every command: it walks their options
   try {
@@ -107,6 +109,7 @@ int main(int argc, char** argv) {
     if (train.selected()) return train.run();
     if (evaluate.selected()) return evaluate.run();
     if (encodings.selected()) encodings.run();
+    if (doctor.selected()) doctor.run();
 #endif
     return 0;
   } catch (const CLI::Success& e) {  // --help, --version

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "posenc/error.h"
+#include "posenc/kernels/build_info.h"
 
 namespace posenc::cli {
 namespace {
@@ -68,7 +68,7 @@ TrainCommand::TrainCommand(CLI::App& parent) {
       "(decoder). Encodings: posenc encodings. Writes DIR/config.json, DIR/metrics.jsonl, DIR/throughput.jsonl "
       "and DIR/checkpoints/step-NNNNNNNN; --resume continues from the newest valid checkpoint, bit-identical to "
       "an uninterrupted run with the same seed and --threads.");
-  config_.threads = std::max(1u, std::thread::hardware_concurrency());
+  config_.threads = kernels::available_cores();  // the affinity mask, not the machine
   app_->add_option("--task", config_.task, "order | span | lookback | copy")->required();
   app_->add_option("--encoding", config_.encoding, "Encoding name, e.g. rope, alibi, learned+shaw")->required();
   app_->add_option("--out", out_, "Run directory")->required();

@@ -26,6 +26,7 @@
 
 #include "posenc/error.h"
 #include "posenc/io/directory_lock.h"
+#include "posenc/kernels/build_info.h"
 #include "posenc/nn/checkpoint.h"
 
 #ifndef POSENC_VERSION
@@ -452,6 +453,11 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
                   const TrainCallbacks& callbacks) {
   using Clock = std::chrono::steady_clock;
   const TrainConfig config = resolve_train_config(requested);
+  // More threads than cores only spin against each other (checked here, not in
+  // resolve_train_config: a run trained elsewhere must still evaluate).
+  const int64_t cores = kernels::available_cores();
+  require(config.threads <= cores, kOp, "threads must be in 1..", cores,
+          " (the cores available to this process), got ", config.threads);
   const Task task = Task::parse(config.task, config.task_options);
   const fs::path checkpoints = dir / "checkpoints";
   const fs::path metrics_path = dir / "metrics.jsonl";

@@ -1,0 +1,45 @@
+#include "doctor_command.h"
+
+#include <ATen/Parallel.h>
+#include <omp.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "posenc/kernels/build_info.h"
+#include "posenc/nn/runtime_info.h"
+
+#ifndef POSENC_VERSION
+#define POSENC_VERSION "unknown"
+#endif
+
+namespace posenc::cli {
+
+DoctorCommand::DoctorCommand(CLI::App& parent) {
+  app_ = parent.add_subcommand("doctor", "Say what speed figures depend on here: build, threads, cores, BLAS, GEMM rate");
+  app_->add_option("--seconds", seconds_, "How long to time libtorch's float32 GEMM")->capture_default_str();
+}
+
+void DoctorCommand::run() const {
+  const kernels::KernelBuild build = kernels::kernel_build();
+  const nn::BlasInfo blas = nn::blas_info();
+  const double gflops = nn::gemm_gflops(seconds_);  // validates --seconds before anything is printed
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", gflops);
+  std::cout << "posenc      " << POSENC_VERSION << ", kernels " << (build.native ? "native" : "portable")
+            << " (-march=" << (build.native ? "native" : "x86-64") << "): " << build.vector_isa << '\n'
+            << "torch       " << nn::torch_version() << ", " << at::get_num_threads() << " threads; posenc kernels "
+            << omp_get_max_threads() << " OpenMP threads\n"
+            << "cores       " << kernels::available_cores() << " available to this process (CPU affinity)\n"
+            << "BLAS        " << blas.kind << (blas.library.empty() ? "" : ": " + blas.library) << '\n'
+            << "GEMM        " << rate << " (float32, 1024 x 1024 x 1024, " << seconds_ << " s, "
+            << at::get_num_threads() << " threads)\n";
+  if (blas.reference) {
+    std::cout.flush();
+    std::cerr << "posenc: warning: libtorch runs on netlib's reference BLAS, 20-50x slower than OpenBLAS: no speed "
+                 "figure measured here compares with anything; install it (apt-get install libopenblas0-pthread, "
+                 "or bash scripts/setup.sh)\n";
+  }
+}
+
+}  // namespace posenc::cli

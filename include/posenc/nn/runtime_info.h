@@ -1,0 +1,30 @@
+// What libtorch runs on in this process, for `posenc doctor` and the
+// benchmarks: a speed figure means little until one knows which BLAS ran.
+//
+// Debian's libtorch calls whatever libblas.so.3 resolves to through the
+// alternatives system: netlib's reference BLAS (about 2 GFLOP/s) when only
+// libblas3 is installed, OpenBLAS (20-50x faster) when it is.
+#pragma once
+
+#include <string>
+
+namespace posenc::nn {
+
+struct BlasInfo {
+  std::string library;  // the resolved file, e.g. /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3
+  std::string kind;     // "OpenBLAS (pthread)", "OpenBLAS (OpenMP)", "reference BLAS (netlib)", "unknown"
+  bool reference = false;  // netlib's reference implementation: no speed ratio against it is meaningful
+};
+
+// The BLAS that provides sgemm_ to libtorch in this process.
+BlasInfo blas_info();
+
+// float32 GEMM rate of libtorch (at::mm of 1024 x 1024 matrices, 2 n^3 flops
+// each) over about `seconds` of wall time, in GFLOP/s, at the current torch
+// thread count. Throws std::invalid_argument unless 0 < seconds <= 60.
+double gemm_gflops(double seconds);
+
+// "1.13.0"
+std::string torch_version();
+
+}  // namespace posenc::nn
