@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "analysis_test_support.h"
@@ -42,20 +43,21 @@ Real spearman(const std::vector<Real>& v) {
   return var_r == 0 ? 0 : cov / std::sqrt(var_m * var_r);
 }
 
-Real reference_monotonicity(const Matrix& s, int64_t w) {
+// Offsets m = first .. W; first = 0 is the old definition, which ranked the diagonal too.
+Real reference_monotonicity(const Matrix& s, int64_t w, int64_t first = 1) {
   const int64_t n = s.rows;
   Real sum = 0;
   int64_t count = 0;
   for (int64_t x = 0; x < n; ++x) {
     for (int64_t sign : {1, -1}) {
       std::vector<Real> v;
-      for (int64_t m = 0; m <= w && x + sign * m >= 0 && x + sign * m < n; ++m) v.push_back(s(x, x + sign * m));
+      for (int64_t m = first; m <= w && x + sign * m >= 0 && x + sign * m < n; ++m) v.push_back(s(x, x + sign * m));
       if (v.size() < 2) continue;
       sum += spearman(v);
       ++count;
     }
   }
-  return -sum / count;
+  return count == 0 ? 0 : -sum / count;  // no sequence of two offsets: 0 by the header's rule
 }
 
 Real reference_translation_invariance(const Matrix& s, int64_t w) {
@@ -145,7 +147,7 @@ TEST(Indicators, NonSymmetricToeplitzHasTheConcordanceOfItsTwoSides) {
     EXPECT_NEAR(got.symmetry, static_cast<double>(concordance(a, b)), 1e-13) << w;  // float64 sums of <= 900 terms
     EXPECT_LT(got.symmetry, 0.99);
     EXPECT_NEAR(got.translation_invariance, 1.0, 1e-15) << w;  // Toeplitz: within-diagonal spread is exactly 0
-    EXPECT_EQ(got.monotonicity, 1.0) << w;                     // both sides fall strictly
+    EXPECT_EQ(got.monotonicity, w == 1 ? 0.0 : 1.0) << w;      // both sides fall strictly; W = 1: nothing to rank
   }
 }
 
@@ -270,6 +272,59 @@ TEST(Indicators, RandomTableIsNotTranslationInvariant) {
   EXPECT_LT(got.translation_invariance, 0.05);
   EXPECT_LT(std::abs(got.symmetry), 0.1);
   EXPECT_LT(std::abs(got.monotonicity), 0.1);
+}
+
+TEST(Indicators, RandomTablesReadNoMonotoneTrend) {
+  // i.i.d. N(0, 1) tables, N = 128, D = 64: within a row the entries S[x, x + s m],
+  // m >= 1, are exchangeable, so each rho has mean 0 and so does the statistic.
+  // Over 20 seeds its mean must lie within 3 standard errors (of the 20 values)
+  // of 0. Measured here: dot -0.0040 +- 0.0034 (mean +- SE), cosine -0.0041 +- 0.0034.
+  // The old definition, which ranked m = 0 as well (S[x, x] = |PE[x]|^2, or 1, tops
+  // its row), read dot +0.0909 +- 0.0024 and cosine +0.0907 +- 0.0024 on the same
+  // tables, ~38 SE off; it is recomputed below to show the check has the power to fail.
+  constexpr int kSeeds = 20;
+  for (ProximityKind kind : {ProximityKind::kDot, ProximityKind::kCosine}) {
+    std::vector<double> now, old;
+    for (int seed = 0; seed < kSeeds; ++seed) {
+      const Matrix s = proximity(test::random_table(128, 64, 500 + seed), kind);
+      now.push_back(indicators(s).monotonicity);
+      old.push_back(static_cast<double>(reference_monotonicity(s, 127, 0)));
+    }
+    auto mean_and_se = [](const std::vector<double>& v) {
+      double mean = 0, var = 0;
+      for (double x : v) mean += x;
+      mean /= static_cast<double>(v.size());
+      for (double x : v) var += (x - mean) * (x - mean);
+      var /= static_cast<double>(v.size() - 1);  // sample variance of one seed's value
+      return std::pair{mean, std::sqrt(var / static_cast<double>(v.size()))};
+    };
+    const auto [mean, se] = mean_and_se(now);
+    const auto [old_mean, old_se] = mean_and_se(old);
+    EXPECT_LT(std::abs(mean), 3 * se) << proximity_kind_name(kind) << ": " << mean << " +- " << se;
+    EXPECT_GT(old_mean, 3 * old_se) << proximity_kind_name(kind) << ": " << old_mean << " +- " << old_se;
+  }
+}
+
+TEST(Indicators, MonotonicityDoesNotSeeTheDiagonal) {
+  // S[x, x] is |PE[x]|^2 (or 1), not an offset: any diagonal gives the same number.
+  Matrix s = proximity(test::random_table(30, 8, 7), ProximityKind::kDot);
+  const double want = indicators(s).monotonicity;
+  for (double d : {-1e6, 0.0, 1e6}) {
+    for (int64_t x = 0; x < s.rows; ++x) s(x, x) = d;
+    EXPECT_EQ(indicators(s).monotonicity, want) << d;
+  }
+  // W = 1 leaves one offset per sequence: nothing to rank, 0 (the old definition read 1 for any dot proximity
+  // whose diagonal tops its row). n = 2 has only W = 1.
+  EXPECT_EQ(indicators(s, 1).monotonicity, 0.0);
+  Matrix two(2, 2);
+  two(0, 0) = two(1, 1) = 3, two(0, 1) = 1, two(1, 0) = 2;
+  EXPECT_EQ(indicators(two).monotonicity, 0.0);
+  // Two offsets, one row each way at n = 3: S[0, 1] > S[0, 2] falls, S[2, 1] < S[2, 0] rises: rho = -1, +1.
+  Matrix three(3, 3);
+  three(0, 1) = 2, three(0, 2) = 1, three(2, 1) = 1, three(2, 0) = 2, three(1, 0) = 5, three(1, 2) = 3;
+  EXPECT_EQ(indicators(three).monotonicity, 0.0);
+  three(2, 1) = 3;  // now both fall
+  EXPECT_EQ(indicators(three).monotonicity, 1.0);
 }
 
 TEST(Indicators, SameResultForAnyNumberOfThreads) {

@@ -59,11 +59,12 @@ def reference_indicators(s, window=None):
         for direction in (1, -1):
             reach = n - 1 - x if direction == 1 else x
             m_max = min(w, reach)
-            if m_max < 1:
+            if m_max < 2:
                 continue
-            m = np.arange(m_max + 1)
+            # Offsets from 1: S[x, x] (|PE[x]|^2) tops its row and is no offset.
+            m = np.arange(1, m_max + 1)
             rhos.append(spearman(m, s[x, x + direction * m]))
-    monotonicity = -float(np.mean(rhos))
+    monotonicity = -float(np.mean(rhos)) if rhos else 0.0  # W = 1 or n = 2: nothing to rank
 
     # Band 1 <= |y - x| <= W: the diagonal |PE[x]|^2 says nothing about offsets.
     offsets = np.subtract.outer(np.arange(n), np.arange(n)).T  # [x, y] -> y - x
