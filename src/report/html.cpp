@@ -84,7 +84,7 @@ averaged over words and heads. W is the window of offsets (N &minus; 1 here).</p
 <dl>
 <dt><b>monotonicity</b> (&minus;1 .. 1)</dt>
 <dd>Does S fall as the offset grows? For each row x and direction s = &plusmn;1, the Spearman rank
-correlation &rho; of (m, S[x, x + s&middot;m]) over m = 0 .. W;
+correlation &rho; of (m, S[x, x + s&middot;m]) over m = 1 .. W;
 <span class="formula">monotonicity = &minus; mean &rho;</span>
 1: proximity falls strictly with distance everywhere; 0: no trend; &minus;1: it rises.</dd>
 <dt><b>translation invariance</b> (0 .. 1)</dt>
