@@ -37,7 +37,7 @@ void DoctorCommand::run() const {
   if (blas.reference) {
     std::cout.flush();
     std::cerr << "posenc: warning: libtorch runs on netlib's reference BLAS, 20-50x slower than OpenBLAS: no speed "
-                 "figure measured here compares with anything; install it (apt-get install libopenblas0-pthread, "
+                 "figure measured here compares with anything; install it (apt-get install libopenblas0-openmp, "
                  "or bash scripts/setup.sh)\n";
   }
 }

@@ -375,15 +375,13 @@ void rope_cos_sin(const RopeTableSpec& spec, const int64_t* pos, const int64_t* 
   check_table_args(spec, pos, pos_from, rows, cos, sin);
   if (rows == 0) return;
   const int64_t axes = spec.n_axes;
-  double max_pos = 0.0, max_from = 0.0;
-  for (int64_t k = 0; k < rows * axes; ++k) max_pos = std::max(max_pos, std::abs(static_cast<double>(pos[k])));
+  const auto [lowest, highest] = std::minmax_element(pos, pos + rows * axes);
+  const double max_pos = std::max(std::abs(static_cast<double>(*lowest)), std::abs(static_cast<double>(*highest)));
+  double max_from = 0.0;
   if (pos_from != nullptr) {
     for (int64_t k = 0; k < rows * axes; ++k) max_from = std::max(max_from, std::abs(static_cast<double>(pos_from[k])));
   }
-  if (!spec.xpos_zeta.empty()) {
-    const auto [lo, hi] = std::minmax_element(pos, pos + rows * axes);
-    check_xpos_range<T>(spec, static_cast<double>(*lo), static_cast<double>(*hi));
-  }
+  check_xpos_range<T>(spec, static_cast<double>(*lowest), static_cast<double>(*highest));
   const Plan plan = make_plan(spec, max_pos, max_from);
   auto block_start = [pos](int64_t first, int64_t n) -> std::optional<int64_t> {
     for (int64_t k = 1; k < n; ++k) {

@@ -61,15 +61,11 @@ void check_finite_table(const char* name, const at::Tensor& t) {
   if (t.numel() == 0) return;
   const at::Tensor bad = at::logical_not(at::isfinite(t.detach()));
   if (!bad.any().item<bool>()) return;
-  const at::Tensor first = bad.flatten().nonzero().select(0, 0).squeeze();
-  const int64_t flat = first.item<int64_t>();
-  std::vector<int64_t> index(static_cast<size_t>(t.dim()));
-  for (int64_t d = t.dim() - 1, rest = flat; d >= 0; --d) {
-    index[static_cast<size_t>(d)] = rest % t.size(d);
-    rest /= t.size(d);
-  }
-  const double value = t.detach().flatten().select(0, flat).item<double>();
-  TORCH_CHECK_VALUE(false, "[", kOp, "] ", name, " must be finite, got ", value, " at ", list_of(index));
+  const at::Tensor first = bad.nonzero().select(0, 0).contiguous();  // [dim] indices of the first bad entry
+  const at::IntArrayRef index(first.data_ptr<int64_t>(), static_cast<size_t>(first.numel()));
+  at::Tensor entry = t.detach();
+  for (const int64_t i : index) entry = entry.select(0, i);
+  TORCH_CHECK_VALUE(false, "[", kOp, "] ", name, " must be finite, got ", entry.item<double>(), " at ", list_of(index));
 }
 
 // A relative table [rows, dim] shared by the heads or [H, rows, dim].

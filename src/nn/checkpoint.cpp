@@ -38,7 +38,6 @@ class Descriptor {
     if (fd_ >= 0) ::close(fd_);
   }
   int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -216,6 +215,12 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   return c;
 }
 
+std::string CheckpointScan::skipped_list() const {
+  std::string all;
+  for (const std::string& s : skipped) all += (all.empty() ? "" : ", ") + s;
+  return all;
+}
+
 CheckpointScan scan_checkpoints(const fs::path& root, std::string_view using_verb) {
   CheckpointScan scan;
   const std::vector<CheckpointEntry> entries = list_checkpoints(root);
@@ -240,9 +245,7 @@ CheckpointScan scan_checkpoints(const fs::path& root, std::string_view using_ver
 std::optional<LatestCheckpoint> find_latest_checkpoint(const fs::path& root, std::string_view using_verb) {
   CheckpointScan scan = scan_checkpoints(root, using_verb);
   if (scan.latest || scan.skipped.empty()) return std::move(scan.latest);
-  std::string all;
-  for (const std::string& s : scan.skipped) all += (all.empty() ? "" : ", ") + s;
-  fail_runtime(kOp, "no valid checkpoint in ", root.string(), ": ", all);
+  fail_runtime(kOp, "no valid checkpoint in ", root.string(), ": ", scan.skipped_list());
 }
 
 }  // namespace posenc::nn

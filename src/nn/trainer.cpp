@@ -196,8 +196,9 @@ std::string archive_bytes(Fill&& fill) {
 template <class Use>
 void from_archive(const Checkpoint& c, const std::string& name, Use&& use) {
   try {
+    const std::string& bytes = c.file(name);
     torch::serialize::InputArchive archive;
-    archive.load_from(c.file(name).data(), c.file(name).size());
+    archive.load_from(bytes.data(), bytes.size());
     use(archive);
   } catch (const c10::Error& e) {
     std::string why = e.what_without_backtrace();
@@ -479,13 +480,9 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
     CheckpointScan scan = scan_checkpoints(checkpoints);
     latest = std::move(scan.latest);
     if (!latest) {
-      std::string why = "no checkpoint in " + checkpoints.string();
-      if (!scan.skipped.empty()) {
-        why = "no valid checkpoint in " + checkpoints.string() + " (";
-        for (size_t i = 0; i < scan.skipped.size(); ++i) why += (i > 0 ? ", " : "") + scan.skipped[i];
-        why += ")";
-      }
-      warn(why + "; starting from step 0");
+      warn((scan.skipped.empty() ? "no checkpoint in " + checkpoints.string()
+                                 : "no valid checkpoint in " + checkpoints.string() + " (" + scan.skipped_list() + ")") +
+           "; starting from step 0");
     }
   } else if (fs::exists(metrics_path, ec) || !list_checkpoints(checkpoints).empty()) {
     fail_argument(kOp, dir.string(),

@@ -5,6 +5,8 @@
 // substitution loops; m >= 16: blocked products).
 #include "linear_algebra.h"
 
+#include "analysis_test_support.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,29 +31,10 @@ std::vector<double> spd(int64_t n, uint64_t seed) {
   return a;
 }
 
-// x with A x = b (b [n, m]) by Gaussian elimination with partial pivoting in long double.
+// x with A x = b (b [n, m]) by the shared long-double Gaussian elimination.
 std::vector<long double> solve_reference(const std::vector<double>& a, const std::vector<double>& b, int64_t n,
                                          int64_t m) {
-  std::vector<long double> w(a.begin(), a.end()), x(b.begin(), b.end());
-  for (int64_t c = 0; c < n; ++c) {
-    int64_t pivot = c;
-    for (int64_t r = c + 1; r < n; ++r)
-      if (std::fabs(w[r * n + c]) > std::fabs(w[pivot * n + c])) pivot = r;
-    for (int64_t k = 0; k < n; ++k) std::swap(w[c * n + k], w[pivot * n + k]);
-    for (int64_t k = 0; k < m; ++k) std::swap(x[c * m + k], x[pivot * m + k]);
-    for (int64_t r = c + 1; r < n; ++r) {
-      const long double f = w[r * n + c] / w[c * n + c];
-      for (int64_t k = c; k < n; ++k) w[r * n + k] -= f * w[c * n + k];
-      for (int64_t k = 0; k < m; ++k) x[r * m + k] -= f * x[c * m + k];
-    }
-  }
-  for (int64_t r = n - 1; r >= 0; --r)
-    for (int64_t k = 0; k < m; ++k) {
-      long double sum = x[r * m + k];
-      for (int64_t c = r + 1; c < n; ++c) sum -= w[r * n + c] * x[c * m + k];
-      x[r * m + k] = sum / w[r * n + r];
-    }
-  return x;
+  return test::solve({a.begin(), a.end()}, {b.begin(), b.end()}, n, m);
 }
 
 TEST(LinearAlgebra, CholeskyFactorsAcrossBlocks) {

@@ -94,6 +94,7 @@ std::optional<LatestCheckpoint> find_latest_checkpoint(const std::filesystem::pa
 struct CheckpointScan {
   std::optional<LatestCheckpoint> latest;
   std::vector<std::string> skipped;
+  std::string skipped_list() const;  // "step-00000200 is corrupted (...), step-00000100 is incomplete (...)"
 };
 CheckpointScan scan_checkpoints(const std::filesystem::path& root, std::string_view using_verb = "resuming from");
 

@@ -11,7 +11,7 @@
 namespace posenc::nn {
 
 struct BlasInfo {
-  std::string library;  // the resolved file, e.g. /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3
+  std::string library;  // the resolved file, e.g. /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3
   std::string kind;     // "OpenBLAS (pthread)", "OpenBLAS (OpenMP)", "reference BLAS (netlib)", "unknown"
   bool reference = false;  // netlib's reference implementation: no speed ratio against it is meaningful
 };
