@@ -88,10 +88,11 @@ def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=
       [2*width-1, Dh] (or per head) on a height x width grid flattened as
       y*width + x; needs Tq = Tk = height*width (BoTNet).
     * bias: any dense bias broadcastable to (B, H, Tq, Tk).
-    * path: "auto" takes the fused streaming kernel when no gradient is
-      needed and the composed differentiable ops otherwise; "composed" and
-      "fused" force one (fused refuses inputs that require grad).
-      Differentiable with respect to q, k, v and every table.
+    * path: "auto" takes the fused streaming kernel, forward and backward
+      (no (Tq, Tk) buffer), unless return_weights needs a gradient;
+      "composed" (the same formula from differentiable torch ops, which also
+      has higher derivatives) and "fused" force one. The fused weights carry
+      no gradient. Differentiable with respect to q, k, v and every table.
     * weights: the probabilities p (B, H, Tq, Tk).
     """
     if rope is not None:

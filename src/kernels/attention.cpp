@@ -107,8 +107,9 @@ class Attention {
 
  public:
   Attention(const AttentionParams& params, BatchedMatrix<const T> q, BatchedMatrix<const T> k,
-            BatchedMatrix<const T> v, const AttentionTerms<T>& terms, BatchedMatrix<T> out, BatchedMatrix<T> weights)
-      : p_(params), q_(q), k_(k), v_(v), t_(terms), out_(out), w_(weights) {
+            BatchedMatrix<const T> v, const AttentionTerms<T>& terms, BatchedMatrix<T> out, BatchedMatrix<T> weights,
+            T* logsumexp)
+      : p_(params), q_(q), k_(k), v_(v), t_(terms), out_(out), w_(weights), lse_(logsumexp) {
     nb_ = q.batch, nh_ = q.heads, tq_ = q.rows, tk_ = k.rows, dh_ = q.cols, dv_ = v.cols;
     dvp_ = round_up(dv_, kLanes);
     shift_ = tk_ - tq_;
@@ -620,6 +621,7 @@ class Attention {
     const Block bk = make_block(b, h, blk);
     if (bk.jend == 0) {  // no keys: every row is fully masked
       for (int64_t m = 0; m < bk.mb; ++m) std::fill(out_.row(b, h, bk.i0 + m), out_.row(b, h, bk.i0 + m) + dv_, T(0));
+      if (lse_ != nullptr) std::fill_n(lse_ + (b * nh_ + h) * tq_ + bk.i0, bk.mb, std::numeric_limits<T>::infinity());
       return;
     }
     pack_queries(w, bk);
@@ -663,6 +665,11 @@ class Attention {
     for (int64_t m = 0; m < bk.mb; ++m) {
       // l = 0: every key masked, output 0; l NaN (a NaN or +inf logit): NaN, as the composed softmax.
       const T inv = w.l[m] > T(0) ? T(1) / w.l[m] : (w.l[m] == w.l[m] ? T(0) : w.l[m]);
+      if (lse_ != nullptr) {
+        const T l = w.l[m];
+        lse_[(b * nh_ + h) * tq_ + bk.i0 + m] =
+            l > T(0) ? w.ms[m] + std::log(l) : (l == l ? std::numeric_limits<T>::infinity() : l);
+      }
       w.l[m] = inv;  // from here on: 1 / l
       T* dst = out_.row(b, h, bk.i0 + m);
       const T* src = w.o + m * dvp_;
@@ -698,6 +705,7 @@ class Attention {
   BatchedMatrix<const T> q_, k_, v_;
   const AttentionTerms<T>& t_;
   BatchedMatrix<T> out_, w_;
+  T* lse_;
   int64_t nb_, nh_, tq_, tk_, dh_, dv_, dvp_, shift_, kd_, hg_, wg_, nblocks_;
   bool relk_, relv_, grid_, vector_terms_, weights_, v_direct_;
   int64_t band_max_ = 1, x_first_ = 0, x_last_ = 0, ldr_ = 0, ldw_ = 0, ldx_ = 0, per_thread_ = 0;
@@ -721,7 +729,7 @@ void require_data(const char* op, const char* name, const M& m) {
 template <class T>
 void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, BatchedMatrix<const T> k,
                        BatchedMatrix<const T> v, const AttentionTerms<T>& terms, BatchedMatrix<T> out,
-                       BatchedMatrix<T> weights, const char* op) {
+                       BatchedMatrix<T> weights, const char* op, T* logsumexp) {
   require(q.batch >= 0 && q.heads >= 0 && q.rows >= 0 && q.cols >= 0, op,
           "q must be (B, H, Tq, Dh) with extents >= 0, got (", q.batch, ", ", q.heads, ", ", q.rows, ", ", q.cols,
           ")");
@@ -747,15 +755,15 @@ void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, 
   require_data(op, "k", k);
   require_data(op, "v", v);
   require_data(op, "out", out);
-  Attention<T>(params, q, k, v, terms, out, weights).run();
+  Attention<T>(params, q, k, v, terms, out, weights, logsumexp).run();
 }
 
 template void attention_forward<float>(const AttentionParams&, BatchedMatrix<const float>, BatchedMatrix<const float>,
                                        BatchedMatrix<const float>, const AttentionTerms<float>&, BatchedMatrix<float>,
-                                       BatchedMatrix<float>, const char*);
+                                       BatchedMatrix<float>, const char*, float*);
 template void attention_forward<double>(const AttentionParams&, BatchedMatrix<const double>,
                                         BatchedMatrix<const double>, BatchedMatrix<const double>,
                                         const AttentionTerms<double>&, BatchedMatrix<double>, BatchedMatrix<double>,
-                                        const char*);
+                                        const char*, double*);
 
 }  // namespace posenc::kernels

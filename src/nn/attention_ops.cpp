@@ -1,9 +1,9 @@
 // Attention with positional terms (posenc/nn/attention_ops.h): the checks
 // both paths share, the composed (differentiable) path, the choice between
-// it and the fused kernel (ops/cpu/attention.cpp, through the dispatcher),
-// and the public op posenc::attention that torch.ops / Python call
-// (CompositeImplicitAutograd: it only turns its arguments into
-// AttentionTerms, so autograd sees the ops the composed path calls).
+// it and the fused op (ops/cpu/attention.cpp, ops/autograd/attention.cpp,
+// through the dispatcher), and the public op posenc::attention that
+// torch.ops / Python call (CompositeImplicitAutograd: it only turns its
+// arguments into AttentionTerms; autograd sees the path it takes).
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
@@ -113,30 +113,15 @@ at::Tensor grid_index(int64_t height, int64_t width) {
   return dy * (2 * width - 1) + dx;
 }
 
-// The terms whose gradient the fused path cannot give, by the names users know.
-std::vector<std::pair<const char*, const at::Tensor*>> grad_inputs(const at::Tensor& q, const at::Tensor& k,
-                                                                  const at::Tensor& v, const AttentionTerms& terms) {
-  return {{"q", &q},
-          {"k", &k},
-          {"v", &v},
-          {"offset_bias", &terms.offset_bias},
-          {"grid_bias", &terms.grid_bias},
-          {"bias", &terms.bias},
-          {"rel_k", &terms.rel_k},
-          {"rel_v", &terms.rel_v},
-          {"content_shift (xl_u)", &terms.content_shift},
-          {"relative_shift (xl_v)", &terms.relative_shift},
-          {"grid_h (rel_2d table_h)", &terms.grid_h},
-          {"grid_w (rel_2d table_w)", &terms.grid_w}};
-}
-
-// The first input that requires grad under grad mode, or nullptr.
-const char* needs_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms) {
-  if (!at::GradMode::is_enabled()) return nullptr;
-  for (const auto& [name, t] : grad_inputs(q, k, v, terms)) {
-    if (t->defined() && t->requires_grad()) return name;
+// Whether any input requires grad under grad mode.
+bool needs_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : {&q, &k, &v, &terms.offset_bias, &terms.grid_bias, &terms.bias, &terms.rel_k,
+                              &terms.rel_v, &terms.content_shift, &terms.relative_shift, &terms.grid_h,
+                              &terms.grid_w}) {
+    if (t->defined() && t->requires_grad()) return true;
   }
-  return nullptr;
+  return false;
 }
 
 c10::optional<at::Tensor> opt(const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; }
@@ -252,12 +237,6 @@ void check_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   }
 }
 
-void refuse_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms) {
-  const char* name = needs_grad(q, k, v, terms);
-  TORCH_CHECK_VALUE(name == nullptr, "[", kOp, "] the fused path has no gradient; ", name == nullptr ? "" : name,
-                    " requires grad (use attention or attention_composed)");
-}
-
 }  // namespace detail
 
 namespace dispatch {
@@ -357,8 +336,9 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at
 
 std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                              const AttentionTerms& terms, const AttentionCall& call) {
-  // Dropout and gradients need the composed path; everything else streams.
-  if (call.dropout > 0 || needs_grad(q, k, v, terms) != nullptr) return attention_composed(q, k, v, terms, call);
+  // Dropout, and weights that need a gradient, take the composed path; everything else streams.
+  const bool weights_grad = call.return_weights && needs_grad(q, k, v, terms);
+  if (call.dropout > 0 || weights_grad) return attention_composed(q, k, v, terms, call);
   return attention_fused(q, k, v, terms, call);
 }
 
@@ -454,14 +434,6 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
   if (route == "composed") {
     result = ops::attention_composed(q, k, v, terms, call);
   } else if (route == "fused") {
-    // Name the tables users passed, not the offset row made from them.
-    const c10::optional<at::Tensor> qkv[] = {q, k, v};
-    for (const auto& [name, t] : {std::pair{"q", &qkv[0]}, std::pair{"k", &qkv[1]}, std::pair{"v", &qkv[2]},
-                                  std::pair{"alibi_slopes", &alibi_slopes}, std::pair{"t5_table", &t5_table}}) {
-      TORCH_CHECK_VALUE(!(at::GradMode::is_enabled() && given(*t) && (*t)->requires_grad()), "[", kOp,
-                        "] the fused path has no gradient; ", name,
-                        " requires grad (use attention or attention_composed)");
-    }
     result = ops::attention_fused(q, k, v, terms, call);
   } else {
     result = ops::attention(q, k, v, terms, call);

@@ -156,7 +156,7 @@ std::tuple<at::Tensor, at::Tensor> t5_bias_2d_backward(const at::Tensor& grad, i
 
 }  // namespace posenc::nn::dispatch
 
-// ---- Attention (ops/cpu/attention.cpp; implemented in attention_ops.cpp) ----
+// ---- Attention (ops/cpu/attention.cpp, ops/autograd/attention.cpp; checks in attention_ops.cpp) ----
 namespace posenc::nn {
 struct AttentionTerms;
 struct AttentionCall;
@@ -181,7 +181,5 @@ namespace posenc::nn::detail {
 // q, k, v, the call's mask, scale and dropout, and every term's shape and dtype.
 void check_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms,
                      const AttentionCall& call);
-// Refuses (c10::ValueError) an input that requires grad under grad mode: the fused path has no backward.
-void refuse_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms);
 
 }  // namespace posenc::nn::detail

@@ -84,11 +84,13 @@ void validate_attention(const char* op, const AttentionParams& params, int64_t b
                         bool grid_terms, int64_t grid_height, int64_t grid_width, int64_t grid_tables);
 
 // out (B, H, Tq, Dv) overwritten. weights, when its data is non-null, receives
-// the probabilities p (B, H, Tq, Tk). Parallel over (b, h, query block) with
-// OpenMP; deterministic for a given thread count and independent of it.
+// the probabilities p (B, H, Tq, Tk). logsumexp, when non-null, receives each
+// row's log sum_j exp(s[i,j]) (B, H, Tq) contiguous, what the backward needs
+// to recompute p; +inf on a row with every key masked. Parallel over (b, h,
+// query block) with OpenMP; deterministic and independent of the thread count.
 template <class T>
 void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, BatchedMatrix<const T> k,
                        BatchedMatrix<const T> v, const AttentionTerms<T>& terms, BatchedMatrix<T> out,
-                       BatchedMatrix<T> weights = {}, const char* op = "attention");
+                       BatchedMatrix<T> weights = {}, const char* op = "attention", T* logsumexp = nullptr);
 
 }  // namespace posenc::kernels

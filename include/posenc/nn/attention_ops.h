@@ -1,11 +1,13 @@
 // Attention with positional terms from C++ (torch.ops.posenc.attention*,
 // docs/attention.md). One function, two paths that agree:
-//   * fused (posenc/kernels/attention.h): streaming softmax over key tiles,
-//     every term applied on the fly, no (Tq, Tk) buffer unless the weights
-//     are asked for; taken when no gradient is needed;
+//   * fused (posenc/kernels/attention.h, attention_backward.h): streaming
+//     softmax over key tiles, every term applied on the fly, forward and
+//     backward (FlashAttention-2 style: the probabilities recomputed per tile
+//     from the saved row log-sum-exp), no (Tq, Tk) buffer unless the weights
+//     are asked for; the default;
 //   * composed: the same formula from differentiable ops (matmul,
-//     relative_logits / relative_values, index, softmax), taken when any
-//     input requires grad under grad mode.
+//     relative_logits / relative_values, index, softmax), taken for dropout
+//     and for weights that need a gradient, and differentiable twice.
 // Shapes: q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv) -> out (B, H, Tq, Dv)
 // [and weights (B, H, Tq, Tk)]. Query i sits at key position i + Tk - Tq.
 //   logits = scale * ((q + u) . k + (q + w) . rel_k[clip(j - i', -K, K) + K] + 2D relative)
@@ -48,19 +50,19 @@ struct AttentionCall {
   std::optional<at::Tensor> key_padding_mask;  // (B, Tk) bool, true = padding (ignored)
   std::optional<double> scale;                 // unset: 1/sqrt(Dh)
   bool return_weights = false;
-  double dropout = 0.0;  // on the weights, in [0, 1); > 0 forces the composed path (training)
+  double dropout = 0.0;  // on the weights, in [0, 1); > 0 takes the composed path
 };
 
 namespace ops {
 
 // Returns (out, weights); weights is an undefined tensor unless call.return_weights.
-// Picks the fused path when no gradient is needed (see above).
+// Picks the fused path unless dropout or weights with a gradient need the composed one.
 std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                              const AttentionTerms& terms, const AttentionCall& call = {});
 // The composed (differentiable) path, always.
 std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                       const AttentionTerms& terms, const AttentionCall& call = {});
-// The fused path, always (no gradient: refuses inputs that require grad under grad mode).
+// The fused path, always (its weights carry no gradient; no double backward).
 std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                    const AttentionTerms& terms, const AttentionCall& call = {});
 

@@ -1,0 +1,145 @@
+// Autograd kernel of posenc::attention_fused: the fused forward saves each
+// row's log-sum-exp, and the backward is the fused backward
+// (kernels/attention_backward.h): no (Tq, Tk) buffer on either pass. Without
+// an input that needs a gradient it goes straight to the CPU kernel. The
+// weights, when returned, carry no gradient (the composed path has one); the
+// backward is not differentiable again, and create_graph is refused.
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <tuple>
+
+#include "ops/cpu/attention_inputs.h"
+#include "dispatch.h"
+#include "op_support.h"
+#include "posenc/nn/attention_ops.h"
+
+namespace posenc::nn {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+at::Tensor value_of(const c10::optional<at::Tensor>& t) { return detail::given(t) ? *t : at::Tensor(); }
+
+// The differentiable inputs, in GradSlot order.
+constexpr int kTensorArgs = detail::kSlots;
+
+class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFunction> {
+ public:
+  // Optional tensors as c10::optional: autograd counts only the given ones as inputs.
+  using Opt = c10::optional<at::Tensor>;
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const Opt& offset_bias_arg, const Opt& grid_bias_arg, const Opt& bias_arg,
+                               const Opt& rel_k_arg, const Opt& rel_v_arg, const Opt& content_shift_arg,
+                               const Opt& relative_shift_arg, const Opt& grid_h_arg, const Opt& grid_w_arg,
+                               int64_t max_distance, int64_t grid_height, int64_t grid_width, bool causal,
+                               const Opt& key_padding_mask_arg, double scale, bool return_weights) {
+    const at::Tensor offset_bias = value_of(offset_bias_arg), grid_bias = value_of(grid_bias_arg);
+    const at::Tensor bias = value_of(bias_arg), rel_k = value_of(rel_k_arg), rel_v = value_of(rel_v_arg);
+    const at::Tensor content_shift = value_of(content_shift_arg), relative_shift = value_of(relative_shift_arg);
+    const at::Tensor grid_h = value_of(grid_h_arg), grid_w = value_of(grid_w_arg);
+    const at::Tensor key_padding_mask = value_of(key_padding_mask_arg);
+    const AttentionTerms terms = terms_of(offset_bias, grid_bias, bias, rel_k, rel_v, max_distance, content_shift,
+                                          relative_shift, grid_h, grid_w, grid_height, grid_width);
+    const AttentionCall call = call_of(causal, key_padding_mask, scale);
+    detail::check_attention(q, k, v, terms, call);
+    const detail::FusedForward f =
+        detail::fused_forward(detail::fused_inputs(q, k, v, terms, call), return_weights, /*logsumexp=*/true);
+    ctx->save_for_backward({q, k, v, offset_bias, grid_bias, bias, rel_k, rel_v, content_shift, relative_shift,
+                            grid_h, grid_w, key_padding_mask, f.out, f.logsumexp});
+    ctx->saved_data["max_distance"] = max_distance;
+    ctx->saved_data["grid_height"] = grid_height;
+    ctx->saved_data["grid_width"] = grid_width;
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["scale"] = scale;
+    at::Tensor weights = return_weights ? f.weights.to(q.scalar_type()) : at::empty({0}, q.options());
+    ctx->mark_non_differentiable({weights});
+    return {f.out.to(q.scalar_type()), weights};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    TORCH_CHECK_VALUE(!at::GradMode::is_enabled(), "[attention] the fused backward has no backward of its own "
+                                                   "(create_graph); use path='composed' for higher derivatives");
+    const variable_list s = ctx->get_saved_variables();
+    const AttentionTerms terms =
+        terms_of(s[3], s[4], s[5], s[6], s[7], ctx->saved_data["max_distance"].toInt(), s[8], s[9], s[10], s[11],
+                 ctx->saved_data["grid_height"].toInt(), ctx->saved_data["grid_width"].toInt());
+    const AttentionCall call =
+        call_of(ctx->saved_data["causal"].toBool(), s[12], ctx->saved_data["scale"].toDouble());
+    // needs_input_grad counts the given tensors only.
+    std::array<bool, detail::kSlots> needs{};
+    for (int i = 0, edge = 0; i < kTensorArgs; ++i) {
+      if (s[i].defined()) needs[i] = ctx->needs_input_grad(edge++);
+    }
+    const detail::FusedGradients g =
+        detail::fused_backward(detail::fused_inputs(s[0], s[1], s[2], terms, call), s[13], s[14], grads[0], needs);
+    variable_list result(kTensorArgs + 7);  // one per forward argument; the trailing ones have none
+    for (int i = 0; i < kTensorArgs; ++i) {
+      if (g[i].defined()) result[i] = g[i].to(s[i].scalar_type());
+    }
+    return result;
+  }
+
+ private:
+  static AttentionTerms terms_of(const at::Tensor& offset_bias, const at::Tensor& grid_bias, const at::Tensor& bias,
+                                 const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
+                                 const at::Tensor& content_shift, const at::Tensor& relative_shift,
+                                 const at::Tensor& grid_h, const at::Tensor& grid_w, int64_t grid_height,
+                                 int64_t grid_width) {
+    AttentionTerms t;
+    t.offset_bias = offset_bias, t.grid_bias = grid_bias, t.bias = bias;
+    t.rel_k = rel_k, t.rel_v = rel_v, t.max_distance = max_distance;
+    t.content_shift = content_shift, t.relative_shift = relative_shift;
+    t.grid_h = grid_h, t.grid_w = grid_w, t.grid_height = grid_height, t.grid_width = grid_width;
+    return t;
+  }
+
+  static AttentionCall call_of(bool causal, const at::Tensor& key_padding_mask, double scale) {
+    AttentionCall call;
+    call.causal = causal;
+    if (key_padding_mask.defined()) call.key_padding_mask = key_padding_mask;
+    call.scale = scale;
+    return call;
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> attention_fused_autograd(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& offset_bias,
+    const c10::optional<at::Tensor>& grid_bias, const c10::optional<at::Tensor>& bias,
+    const c10::optional<at::Tensor>& rel_k, const c10::optional<at::Tensor>& rel_v, int64_t max_distance,
+    const c10::optional<at::Tensor>& content_shift, const c10::optional<at::Tensor>& relative_shift,
+    const c10::optional<at::Tensor>& grid_h, const c10::optional<at::Tensor>& grid_w, int64_t grid_height,
+    int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
+    bool return_weights) {
+  bool grad = q.requires_grad() || k.requires_grad() || v.requires_grad();
+  for (const auto* t : {&offset_bias, &grid_bias, &bias, &rel_k, &rel_v, &content_shift, &relative_shift, &grid_h,
+                        &grid_w}) {
+    grad = grad || (detail::given(*t) && (*t)->requires_grad());
+  }
+  if (!grad || !at::GradMode::is_enabled()) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return dispatch::attention_fused(q, k, v, offset_bias, grid_bias, bias, rel_k, rel_v, max_distance,
+                                     content_shift, relative_shift, grid_h, grid_w, grid_height, grid_width, causal,
+                                     key_padding_mask, scale, return_weights);
+  }
+  // The scale is resolved here (it is saved for the backward); the forward checks it.
+  const int64_t head_dim = q.dim() == 4 ? q.size(3) : 0;
+  const double s = scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
+  const variable_list out =
+      FusedAttentionFunction::apply(q, k, v, offset_bias, grid_bias, bias, rel_k, rel_v, content_shift, relative_shift,
+                                    grid_h, grid_w, max_distance, grid_height, grid_width, causal, key_padding_mask,
+                                    s, return_weights);
+  return {out[0], out[1]};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(posenc, Autograd, m) { m.impl("attention_fused", attention_fused_autograd); }
+
+}  // namespace posenc::nn
