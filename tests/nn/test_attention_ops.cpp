@@ -1,11 +1,12 @@
 // The attention op API (posenc/nn/attention_ops.h): AttentionTerms through
 // ops::attention, attention_composed and attention_fused against a plain
 // float64 loop written here from the formula in the header; the automatic
-// path choice (a gradient needed -> composed, else fused), dropout, the fused
-// path's refusal of inputs that require grad. The Python tests
+// path choice (fused, composed for dropout and weights with a gradient),
+// dropout, the fused gradient of every term against the composed one. The Python tests
 // (tests/python/test_attention*.py) cover every family and error in depth.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <tuple>
+#include <vector>
 
 #include "posenc/nn/attention_ops.h"
 #include "reference.h"
@@ -166,7 +168,7 @@ TEST(AttentionOps, FullyMaskedRowsAreZero) {
   }
 }
 
-TEST(AttentionOps, AutoPathIsComposedWhenAGradientIsNeeded) {
+TEST(AttentionOps, AutoPathIsFusedWithAGradient) {
   Inputs in = one_dimensional();
   const at::Tensor fused = std::get<0>(ops::attention_fused(in.q, in.k, in.v, in.terms, in.call));
   const at::Tensor composed = std::get<0>(ops::attention_composed(in.q, in.k, in.v, in.terms, in.call));
@@ -179,25 +181,65 @@ TEST(AttentionOps, AutoPathIsComposedWhenAGradientIsNeeded) {
   in.terms.rel_k = in.terms.rel_k.clone().requires_grad_();  // a term's parameter, as in training
   const at::Tensor trained = std::get<0>(ops::attention(in.q, in.k, in.v, in.terms, in.call));
   ASSERT_TRUE(trained.grad_fn() != nullptr);
-  EXPECT_TRUE(at::equal(trained, composed));
+  EXPECT_TRUE(at::equal(trained, fused));
   trained.sum().backward();
   EXPECT_TRUE(in.terms.rel_k.grad().defined() && in.terms.rel_k.grad().isfinite().all().item<bool>());
 
-  at::NoGradGuard no_grad;  // evaluation: the fused kernel again
-  EXPECT_TRUE(at::equal(std::get<0>(ops::attention(in.q, in.k, in.v, in.terms, in.call)), fused));
+  // Weights that need a gradient: the composed path (the fused weights carry none).
+  in.call.return_weights = true;
+  const auto [out, weights] = ops::attention(in.q, in.k, in.v, in.terms, in.call);
+  EXPECT_TRUE(weights.requires_grad());
+  EXPECT_TRUE(at::equal(out, composed));
+  EXPECT_FALSE(std::get<1>(ops::attention_fused(in.q, in.k, in.v, in.terms, in.call)).requires_grad());
 }
 
-TEST(AttentionOps, FusedPathRefusesInputsThatRequireGrad) {
+// Every differentiable input of `in` made a leaf that requires grad; returns them.
+std::vector<at::Tensor*> make_leaves(Inputs& in) {
+  std::vector<at::Tensor*> leaves;
+  for (at::Tensor* t : {&in.q, &in.k, &in.v, &in.terms.offset_bias, &in.terms.grid_bias, &in.terms.bias,
+                        &in.terms.rel_k, &in.terms.rel_v, &in.terms.content_shift, &in.terms.relative_shift,
+                        &in.terms.grid_h, &in.terms.grid_w}) {
+    if (!t->defined()) continue;
+    *t = t->detach().clone().requires_grad_();
+    leaves.push_back(t);
+  }
+  return leaves;
+}
+
+void expect_fused_gradients_match_composed(Inputs in) {
+  const std::vector<at::Tensor*> leaves = make_leaves(in);
+  const at::Tensor grad_out = randn({in.q.size(0), in.q.size(1), in.q.size(2), in.v.size(3)}, 99);
+  std::vector<at::Tensor> inputs;
+  for (at::Tensor* t : leaves) inputs.push_back(*t);
+  const at::Tensor composed = std::get<0>(ops::attention_composed(in.q, in.k, in.v, in.terms, in.call));
+  const at::Tensor fused = std::get<0>(ops::attention_fused(in.q, in.k, in.v, in.terms, in.call));
+  const auto expected = torch::autograd::grad({composed}, inputs, {grad_out});
+  const auto got = torch::autograd::grad({fused}, inputs, {grad_out});
+  ASSERT_EQ(expected.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(got[i].sizes(), expected[i].sizes());
+    EXPECT_GT(expected[i].abs().sum().item<double>(), 0);  // every term reaches the loss
+    EXPECT_LE(max_abs_diff(got[i], expected[i]), 1e-12);
+  }
+}
+
+// float64: the two paths differ only in summation order.
+TEST(AttentionOps, FusedGradientOfEveryOneDimensionalTermIsTheComposedOne) {
+  expect_fused_gradients_match_composed(one_dimensional());
+}
+TEST(AttentionOps, FusedGradientOfEveryTwoDimensionalTermIsTheComposedOne) {
+  expect_fused_gradients_match_composed(two_dimensional());
+}
+
+TEST(AttentionOps, FusedBackwardRefusesCreateGraph) {
   Inputs in = one_dimensional();
   in.q = in.q.clone().requires_grad_();
-  expect_value_error([&] { ops::attention_fused(in.q, in.k, in.v, in.terms, in.call); },
-                     "[attention] the fused path has no gradient; q requires grad (use attention or "
-                     "attention_composed)");
-  in.q = in.q.detach();
-  in.terms.content_shift = in.terms.content_shift.clone().requires_grad_();
-  expect_value_error([&] { ops::attention_fused(in.q, in.k, in.v, in.terms, in.call); },
-                     "[attention] the fused path has no gradient; content_shift (xl_u) requires grad (use attention "
-                     "or attention_composed)");
+  const at::Tensor out = std::get<0>(ops::attention_fused(in.q, in.k, in.v, in.terms, in.call));
+  expect_value_error(
+      [&] { torch::autograd::grad({out.sum()}, {in.q}, {}, /*retain_graph=*/true, /*create_graph=*/true); },
+      "[attention] the fused backward has no backward of its own (create_graph); use path='composed' for higher "
+      "derivatives");
 }
 
 TEST(AttentionOps, DropoutTakesTheComposedPathAndScalesTheKeptWeights) {

@@ -156,34 +156,17 @@ def test_error_message(case, path, monkeypatch):
         call()
 
 
-# ---- the fused path has no gradient -------------------------------------------------------------
+# ---- the fused op checks what the public op checks ---------------------------------------------
 
 def small():
     return z(1, 2, 3, 4), z(1, 2, 3, 4), z(1, 2, 3, 4)
 
 
-@pytest.mark.parametrize("name", ["q", "k", "v", "alibi_slopes", "t5_table", "rel_k", "bias"])
-def test_fused_path_refuses_inputs_that_require_grad(name):
+def test_attention_fused_op_checks_with_the_same_words():
     q, k, v = small()
-    tensors = {"q": q, "k": k, "v": v}
-    kwargs = {"alibi_slopes": z(2), "t5_table": z(32, 2), "rel_k": z(3, 4), "bias": z(2, 3, 3)}
-    if name in tensors:
-        tensors[name] = tensors[name].requires_grad_()
-    else:
-        kwargs[name] = kwargs[name].requires_grad_()
-    message = (f"[attention] the fused path has no gradient; {name} requires grad "
-               "(use attention or attention_composed)")
-    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
-        posenc.attention(tensors["q"], tensors["k"], tensors["v"], path="fused", **kwargs)
-    with torch.no_grad():  # without grad mode the fused path is fine
-        posenc.attention(tensors["q"], tensors["k"], tensors["v"], path="fused", **kwargs)
-
-
-def test_attention_fused_op_refuses_and_checks_with_the_same_words():
-    q, k, v = small()
-    with pytest.raises(ValueError, match=re.escape("[attention] the fused path has no gradient; content_shift (xl_u) "
-                                                   "requires grad (use attention or attention_composed)")):
-        ops.attention_fused(q, k, v, content_shift=z(2, 4).requires_grad_())
+    with pytest.raises(ValueError, match=re.escape("[attention] content_shift (xl_u) must be [H, Dh] = [2, 4], "
+                                                   "got [2, 5]")):
+        ops.attention_fused(q, k, v, content_shift=z(2, 5).requires_grad_())
     with pytest.raises(ValueError, match=re.escape("[attention] offset_bias must be [H, Tq + Tk - 1] = [2, 5], "
                                                    "got [2, 6]")):
         ops.attention_fused(q, k, v, offset_bias=z(2, 6))
