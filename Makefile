@@ -42,7 +42,7 @@ test-python:
 
 # Every benchmark runs; the exit status is the first failure's (1 wrong, 3 below target).
 bench: build
-	status=0; for b in bench_sinusoidal bench_rope bench_relative bench_attention bench_training; do $(BUILD)/bin/$$b || { s=$$?; [ $$status -ne 0 ] || status=$$s; }; done; exit $$status
+	status=0; for b in bench_sinusoidal bench_rope bench_relative bench_attention bench_attention_backward bench_training; do $(BUILD)/bin/$$b || { s=$$?; [ $$status -ne 0 ] || status=$$s; }; done; exit $$status
 
 clean:
 	rm -rf $(BUILD) out

@@ -112,14 +112,14 @@ class Backward {
     layout_scratch();
     detail::ThreadScratch<T> scratch(threads, per_thread_);
     detail::ThreadScratch<T> partial(threads, partial_size_);
-    detail::ThreadScratch<int64_t> coords(threads, 2 * kBN);
+    detail::ThreadScratch<int64_t> runs(threads, 3 * (kBN + 1));
 #pragma omp parallel num_threads(threads)
     {
       const int th = omp_get_thread_num();
       T* part = partial.slice(th);
       std::fill(part, part + partial_size_, T(0));
       Work w = carve(scratch.slice(th), part);
-      w.yk = coords.slice(th), w.xk = w.yk + kBN;
+      w.runs = runs.slice(th);
 #pragma omp for schedule(static)
       for (int64_t it = 0; it < items; ++it) head(w, it / nh_, it % nh_);
     }
@@ -134,9 +134,9 @@ class Backward {
     T *dd, *ls;                // (kBM): D, lse
     T *s, *p, *dp;             // (kBM, kTileLd)
     T *dqc, *dqr, *dqg;        // (kBM, Dhp): dS K, Gd rel_k, grid
-    T *r, *gd;                 // (kBM, ldg): band products, diagonal scatter
+    T *r, *gd;                 // (kBM, ldg): band products (or a clipped rel_v row), diagonal scatter
     T *rh, *rw, *drh, *drw;    // (kBM, ldh | ldw): grid axes
-    int64_t *yk, *xk;          // grid coordinates of a key tile
+    int64_t* runs;             // a key tile's grid rows: (first key, y, first x) per run
     // Table-gradient partials (per thread).
     T *du, *dw, *drk, *drv, *dgh, *dgw, *dob, *dgb;
   };
@@ -224,7 +224,7 @@ class Backward {
     off_.p = take(kBM * kTileLd);
     off_.dp = take(kBM * kTileLd);
     off_.dqc = take(3 * kBM * dhp_);
-    off_.r = relk_ || relv_ ? take(2 * kBM * ldg_) : 0;
+    off_.r = relk_ || relv_ ? take(kBM * ldg_ + std::max(kBM * ldg_, dvp_)) : 0;
     off_.rh = gridh_ ? take(2 * kBM * ldh_) : 0;
     off_.rw = gridw_ ? take(2 * kBM * ldw_) : 0;
     per_thread_ = n + 8 * kBN;  // slack for the whole-vector and kMR-row reads past the last buffer
@@ -366,6 +366,25 @@ class Backward {
     }
   }
 
+  // Keys [j0, j0 + nn) cut at grid rows: run r is keys [runs[3r], runs[3r + 3])
+  // on row runs[3r + 1] from column runs[3r + 2]; returns the count (a sentinel start follows).
+  int64_t grid_runs(int64_t* runs, int64_t j0, int64_t nn) const noexcept {
+    int64_t count = 0;
+    for (int64_t n = 0; n < nn;) {
+      const int64_t j = j0 + n, x = j % wg_, len = std::min(nn - n, wg_ - x);
+      runs[3 * count] = n, runs[3 * count + 1] = j / wg_, runs[3 * count + 2] = x;
+      ++count, n += len;
+    }
+    runs[3 * count] = nn;
+    return count;
+  }
+
+  static T dot(const T* a, const T* b, int64_t n) noexcept {
+    T sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+  }
+
   // d = j0 + n - i0' - m lies at band column y = n - m + kBM - 1; the band starts at offset row x0.
   int64_t band_start(int64_t i0p, int64_t j0) const { return j0 - i0p - (kBM - 1) - d_min_; }
 
@@ -393,34 +412,49 @@ class Backward {
                 const int64_t* ys, const int64_t* xs) const {
     const int64_t i0p = i0 + shift_, rt = t_.rel_tables == 1 ? 0 : h;
     const int64_t x0 = band_start(i0p, j0);
+    // A tile whose pairs all clip to one table row: the relative terms are one
+    // vector per query, and their gradients go to that row (band row x_clip).
+    const int64_t d_lo = j0 - i0p - (mb - 1), d_hi = j0 + nn - 1 - i0p;
+    const bool clipped = d_hi < -kd_ || d_lo > kd_;
+    const int64_t x_clip = (d_hi < -kd_ ? -kd_ : kd_) - d_min_;
     // ---- scores
     matmul<T, ALayout::kRows>(mb, nn, dh_, w.qc, dhp_, w.kt + j0, ldk_, w.s, kTileLd, false);
-    if (relk_) {
+    if (relk_ && clipped) {
+      const T* row = rkx_.data() + (rt * nx_ + x_clip) * dhp_;
+      for (int64_t m = 0; m < mb; ++m) {
+        const T c = dot(w.qw + m * dhp_, row, dh_);
+        T* sr = w.s + m * kTileLd;
+        for (int64_t n = 0; n < nn; ++n) sr[n] += c;
+      }
+    } else if (relk_) {
       matmul<T, ALayout::kRows>(mb, kBand, dh_, w.qw, dhp_, rkt_.data() + rt * dh_ * ldx_ + x0, ldx_, w.r, ldg_,
                                 false);
       gather_diagonals(w.r, w.s, mb, nn);
     }
+    // Grid terms by runs of keys on one grid row: a constant (grid_h) and contiguous rows (grid_w, grid bias).
     const bool grid_keys = gridh_ || gridw_ || t_.grid_bias != nullptr;
-    if (grid_keys) {
-      for (int64_t n = 0; n < nn; ++n) w.yk[n] = (j0 + n) / wg_, w.xk[n] = (j0 + n) % wg_;
-    }
+    const int64_t nruns = grid_keys ? grid_runs(w.runs, j0, nn) : 0;
     for (int64_t m = 0; m < mb; ++m) {
       T* row = w.s + m * kTileLd;
-      if (gridh_) {
-        const T* rh = w.rh + m * ldh_ + (hg_ - 1 - ys[m]);
-        for (int64_t n = 0; n < nn; ++n) row[n] += rh[w.yk[n]];
-      }
-      if (gridw_) {
-        const T* rw = w.rw + m * ldw_ + (wg_ - 1 - xs[m]);
-        for (int64_t n = 0; n < nn; ++n) row[n] += rw[w.xk[n]];
+      for (int64_t r = 0; r < nruns; ++r) {
+        const int64_t n0 = w.runs[3 * r], len = w.runs[3 * r + 3] - n0, y = w.runs[3 * r + 1], x = w.runs[3 * r + 2];
+        T* sr = row + n0;
+        if (gridh_) {
+          const T c = w.rh[m * ldh_ + y - ys[m] + hg_ - 1];
+          for (int64_t n = 0; n < len; ++n) sr[n] += c;
+        }
+        if (gridw_) {
+          const T* rw = w.rw + m * ldw_ + (x - xs[m] + wg_ - 1);
+          for (int64_t n = 0; n < len; ++n) sr[n] += rw[n];
+        }
+        if (t_.grid_bias != nullptr) {
+          const T* gb = t_.grid_bias + h * ngb_ + (y - ys[m] + hg_ - 1) * (2 * wg_ - 1) + (x - xs[m] + wg_ - 1);
+          for (int64_t n = 0; n < len; ++n) sr[n] += gb[n];
+        }
       }
       if (t_.offset_bias != nullptr) {
         const T* ob = t_.offset_bias + h * nob_ + (j0 - i0 - m + tq_ - 1);
         for (int64_t n = 0; n < nn; ++n) row[n] += ob[n];
-      }
-      if (t_.grid_bias != nullptr) {
-        const T* gb = t_.grid_bias + h * ngb_ + (hg_ - 1 - ys[m]) * (2 * wg_ - 1) + (wg_ - 1 - xs[m]);
-        for (int64_t n = 0; n < nn; ++n) row[n] += gb[w.yk[n] * (2 * wg_ - 1) + w.xk[n]];
       }
       if (t_.bias != nullptr) {
         const T* br = t_.bias + b * t_.bias_stride_b + h * t_.bias_stride_h + (i0 + m) * t_.bias_stride_r + j0;
@@ -448,7 +482,22 @@ class Backward {
     if (dv_ == 0) {
       for (int64_t m = 0; m < mb; ++m) std::fill_n(w.dp + m * kTileLd, nn, T(0));
     }
-    if (relv_) {
+    if (relv_ && clipped) {
+      T* drv = w.drv != nullptr ? w.drv + (rt * nx_ + x_clip) * dvp_ : nullptr;
+      T* rv = w.r;  // the clipped row of rel_v, out of its transposed copy
+      for (int64_t d = 0; d < dv_; ++d) rv[d] = rvt_[(rt * dv_ + d) * ldx_ + x_clip];
+      for (int64_t m = 0; m < mb; ++m) {
+        const T* go = w.go + m * dvp_;
+        const T e = dot(go, rv, dv_);
+        T* dp = w.dp + m * kTileLd;
+        const T* pr = w.p + m * kTileLd;
+        T mass = 0;
+        for (int64_t n = 0; n < nn; ++n) dp[n] += e, mass += pr[n];
+        if (drv != nullptr) {
+          for (int64_t d = 0; d < dv_; ++d) drv[d] += mass * go[d];
+        }
+      }
+    } else if (relv_) {
       matmul<T, ALayout::kRows>(mb, kBand, dv_, w.go, dvp_, rvt_.data() + rt * dv_ * ldx_ + x0, ldx_, w.r, ldg_,
                                 false);
       gather_diagonals(w.r, w.dp, mb, nn);
@@ -474,21 +523,40 @@ class Backward {
         T* ob = w.dob + h * nob_ + (j0 - i0 - m + tq_ - 1);
         for (int64_t n = 0; n < nn; ++n) ob[n] += row[n];
       }
-      if (w.dgb != nullptr) {
-        T* gb = w.dgb + h * ngb_ + (hg_ - 1 - ys[m]) * (2 * wg_ - 1) + (wg_ - 1 - xs[m]);
-        for (int64_t n = 0; n < nn; ++n) gb[w.yk[n] * (2 * wg_ - 1) + w.xk[n]] += row[n];
-      }
-      if (gridh_) {
-        T* dr = w.drh + m * ldh_ + (hg_ - 1 - ys[m]);
-        for (int64_t n = 0; n < nn; ++n) dr[w.yk[n]] += row[n];
-      }
-      if (gridw_) {
-        T* dr = w.drw + m * ldw_ + (wg_ - 1 - xs[m]);
-        for (int64_t n = 0; n < nn; ++n) dr[w.xk[n]] += row[n];
+      for (int64_t r = 0; r < nruns; ++r) {
+        const int64_t n0 = w.runs[3 * r], len = w.runs[3 * r + 3] - n0, y = w.runs[3 * r + 1], x = w.runs[3 * r + 2];
+        const T* dsr = row + n0;
+        if (w.dgb != nullptr) {
+          T* gb = w.dgb + h * ngb_ + (y - ys[m] + hg_ - 1) * (2 * wg_ - 1) + (x - xs[m] + wg_ - 1);
+          for (int64_t n = 0; n < len; ++n) gb[n] += dsr[n];
+        }
+        if (gridh_) {
+          T sum = 0;
+          for (int64_t n = 0; n < len; ++n) sum += dsr[n];
+          w.drh[m * ldh_ + y - ys[m] + hg_ - 1] += sum;
+        }
+        if (gridw_) {
+          T* dr = w.drw + m * ldw_ + (x - xs[m] + wg_ - 1);
+          for (int64_t n = 0; n < len; ++n) dr[n] += dsr[n];
+        }
       }
     }
     // ---- relative keys: dQ += Gd band, dband += Gd^T scale (q + w)
-    if (relk_) {
+    if (relk_ && clipped) {
+      const T* row = rkx_.data() + (rt * nx_ + x_clip) * dhp_;
+      T* drk = w.drk != nullptr ? w.drk + (rt * nx_ + x_clip) * dhp_ : nullptr;
+      for (int64_t m = 0; m < mb; ++m) {
+        const T* dsr = ds + m * kTileLd;
+        T mass = 0;
+        for (int64_t n = 0; n < nn; ++n) mass += dsr[n];
+        T* dq = w.dqr + m * dhp_;
+        for (int64_t d = 0; d < dh_; ++d) dq[d] += mass * row[d];
+        if (drk != nullptr) {
+          const T* qw = w.qw + m * dhp_;
+          for (int64_t d = 0; d < dh_; ++d) drk[d] += mass * qw[d];
+        }
+      }
+    } else if (relk_) {
       scatter_diagonals(ds, w.gd, mb, nn);
       matmul<T, ALayout::kRows>(mb, dh_, kBand, w.gd, ldg_, rkx_.data() + (rt * nx_ + x0) * dhp_, dhp_, w.dqr, dhp_,
                                 true);

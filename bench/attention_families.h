@@ -1,0 +1,39 @@
+// The attention families the attention benchmarks compare (bench_attention,
+// bench_attention_backward): the inputs, the libtorch eager composition
+// users write for each family, and the same computation through posenc's op.
+//
+// B=1, H=8, T=2048, Dh=64, float32 (2d-relative: a 45x45 grid, T=2025).
+// Families: none; rope (both sides rotate q and k, HF rotate_half style
+// eagerly); alibi (-m_h|i-j| built eagerly, MPT/BLOOM); t5 (HF compute_bias,
+// scale 1 as T5); shaw with keys and values, K = 16 (Shaw et al.: gather
+// (T, T, Dh) then einsum); 2d-relative (BoTNet: q.table_h^T and q.table_w^T
+// expanded by index to (T, T)).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace posenc::bench {
+
+constexpr int64_t kB = 1, kH = 8, kT = 2048, kDh = 64, kK = 16, kGrid = 45;
+inline const double kScale = 1.0 / std::sqrt(double(kDh));
+
+struct AttentionFamily {
+  const char* name;
+  at::Tensor (*ours)();   // posenc's op (ops::attention: fused, with a backward when the inputs need one)
+  at::Tensor (*eager)();  // eager libtorch
+  int64_t length;         // T (2025 for 2d-relative)
+};
+
+const std::vector<AttentionFamily>& attention_families();
+
+// Every input tensor a family differentiates (q, k, v, slopes, tables) made
+// to require grad or not; their gradients cleared.
+void require_grad(bool on);
+// Those tensors' gradients (q, k, v of the family's length, then its tables), for checks.
+std::vector<at::Tensor> family_gradients(const AttentionFamily& family);
+
+}  // namespace posenc::bench

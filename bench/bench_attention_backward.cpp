@@ -1,0 +1,148 @@
+// Fused attention forward + backward (issue 14, §3-4): one training step of
+// the attention op, out = attention(...); out.backward(g), through posenc's
+// op (the fused forward and the FlashAttention-2 style backward) against the
+// libtorch eager composition users write, on the families of
+// attention_families.h, same inputs, same run, same thread count. Every input
+// a family differentiates requires grad (q, k, v, ALiBi slopes, T5 table,
+// Shaw tables, 2D tables).
+//
+// B=1, H=8, T=2048, Dh=64, float32 (2d-relative: a 45x45 grid, T=2025):
+//   flops: forward 2 products, backward 5 (recomputed S, dP, dV, dK, dQ):
+//   7 * 2*B*H*T*T*Dh = 15 GFLOP, plus the terms
+//   eager saves the (B, H, T, T) probabilities and builds as many gradients
+//   ours holds one tile per thread and O(T*Dh) per head: the gradients of
+//   q, k, v are 4 MiB each
+// Memory: peak resident memory above the baseline during one step (VmHWM).
+// Targets: ours >= 2x faster than eager for every family, extra memory far
+// below eager's (H*T^2 floats per buffer).
+// Exit code: 1 if a gradient is wrong, 3 if a target is missed, 0 otherwise.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attention_families.h"
+#include "bench_report.h"
+
+namespace {
+
+using posenc::bench::AttentionFamily;
+using posenc::bench::kB;
+using posenc::bench::kDh;
+using posenc::bench::kH;
+
+constexpr int kRepetitions = 3;
+constexpr double kSpeedTarget = 2.0;
+
+const std::vector<AttentionFamily>& families() { return posenc::bench::attention_families(); }
+
+// The gradient fed to out: fixed per output shape.
+const at::Tensor& grad_for(const at::Tensor& out) {
+  static std::map<int64_t, at::Tensor> grads;
+  at::Tensor& g = grads[out.size(2)];
+  if (!g.defined()) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(out.size(2));
+    g = at::randn(out.sizes(), gen, out.options());
+  }
+  return g;
+}
+
+// One step: forward, backward, gradients cleared for the next.
+void step(at::Tensor (*forward)()) {
+  const at::Tensor out = forward();
+  out.backward(grad_for(out));
+  posenc::bench::require_grad(true);
+}
+
+// Correctness first: every gradient against eager's, relative to its largest
+// entry (float32 sums of 2048 terms in different orders: a few 1e-6).
+bool check_gradients() {
+  constexpr double kTol = 1e-4;
+  bool ok = true;
+  for (const AttentionFamily& f : families()) {
+    std::vector<at::Tensor> got, want;
+    for (auto [side, fn] : {std::pair{&got, f.ours}, std::pair{&want, f.eager}}) {
+      const at::Tensor out = fn();
+      out.backward(grad_for(out));
+      for (const at::Tensor& g : posenc::bench::family_gradients(f)) side->push_back(g.clone());
+      posenc::bench::require_grad(true);
+    }
+    double worst = 0;
+    for (size_t n = 0; n < got.size(); ++n) {
+      const double scale = std::max(want[n].abs().max().item<double>(), 1e-30);
+      worst = std::max(worst, (got[n] - want[n]).abs().max().item<double>() / scale);
+    }
+    std::printf("max |ours - eager| / max |eager| over the %zu gradients %-12s %.2e (tol %.0e)\n", got.size(),
+                f.name, worst, kTol);
+    ok = ok && worst <= kTol;
+  }
+  return ok;
+}
+
+void register_benchmarks() {
+  for (const AttentionFamily& f : families()) {
+    for (const auto& [side, fn] : {std::pair{"ours_", f.ours}, std::pair{"eager_", f.eager}}) {
+      benchmark::RegisterBenchmark((std::string("step/") + side + f.name).c_str(),
+                                   [fn = fn](benchmark::State& state) {
+                                     for (auto _ : state) step(fn);
+                                   })
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1)
+          ->Repetitions(kRepetitions);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  at::set_num_threads(omp_get_max_threads());
+  std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
+  if (const int refused = posenc::bench::check_baseline_blas()) return refused;
+  posenc::bench::require_grad(true);
+  if (!check_gradients()) {
+    std::printf("FAIL: a posenc gradient is outside its tolerance\n");
+    return 1;
+  }
+  std::fflush(stdout);
+  register_benchmarks();
+  const auto times = posenc::bench::run_benchmarks(argc, argv);
+  auto t = [&](const std::string& name) { return posenc::bench::seconds_of(times, "step/" + name); };
+
+  constexpr int kRounds = 3;
+  bool ok = true;
+  std::printf("\nfused attention forward + backward, B=%lld H=%lld Dh=%lld float32; fastest | paired median:\n",
+              (long long)kB, (long long)kH, (long long)kDh);
+  for (const AttentionFamily& f : families()) {
+    const std::string name = f.name;
+    const double ratio = posenc::bench::paired_ratio([&] { step(f.eager); }, [&] { step(f.ours); }, kRounds);
+    const int64_t mem_ours = posenc::bench::peak_extra_bytes([&] { step(f.ours); });
+    const int64_t mem_eager = posenc::bench::peak_extra_bytes([&] { step(f.eager); });
+    const double t_len = double(f.length);
+    const double gflop = 7 * 2.0 * kB * kH * t_len * t_len * kDh / 1e9;
+    std::printf("  %-12s T=%4lld ours %7.1f ms (%5.1f GFLOP/s), eager %7.1f ms: %5.1fx | %5.1fx (target >= %.1fx); "
+                "peak extra memory ours %6.1f MiB, eager %6.1f MiB (H*T^2 floats = %.0f MiB)\n",
+                f.name, (long long)f.length, 1e3 * t("ours_" + name), gflop / t("ours_" + name),
+                1e3 * t("eager_" + name), t("eager_" + name) / t("ours_" + name), ratio, kSpeedTarget,
+                mem_ours / 1048576.0, mem_eager / 1048576.0, 4.0 * kH * t_len * t_len / 1048576.0);
+    if (ratio < kSpeedTarget) {
+      std::printf("BELOW TARGET: %s forward + backward vs eager\n", f.name);
+      ok = false;
+    }
+    if (mem_ours >= 0 && mem_eager >= 0 && 4 * mem_ours > mem_eager) {
+      std::printf("BELOW TARGET: %s peak memory is not O(T*Dh)\n", f.name);
+      ok = false;
+    }
+  }
+  if (!ok) return 3;
+  std::printf("PASS\n");
+  return 0;
+}
