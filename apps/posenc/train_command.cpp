@@ -84,6 +84,10 @@ TrainCommand::TrainCommand(CLI::App& parent) {
   app_->add_option("--weight-decay", config_.weight_decay, "AdamW weight decay")->capture_default_str();
   app_->add_option("--clip", config_.clip, "Max global gradient norm (0: no clipping)")->capture_default_str();
   app_->add_option("--dropout", config_.dropout, "Residual and attention dropout")->capture_default_str();
+  app_->add_option("--attention", config_.attention,
+                   "Attention path: fused (forward and backward without T x T buffers) or composed (torch ops; "
+                   "also taken for attention dropout)")
+      ->capture_default_str();
   app_->add_option("--max-positions", config_.max_positions, "Rows of a learned table (default: --seq-len)");
   app_->add_option("--seed", config_.seed, "Seed of the model init, dropout and data")->capture_default_str();
   app_->add_option("--threads", config_.threads, "Torch threads (results are reproducible per thread count)")

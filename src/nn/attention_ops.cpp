@@ -258,6 +258,22 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(
 
 }  // namespace dispatch
 
+AttentionPath parse_attention_path(std::string_view name, std::string_view op) {
+  if (name == "auto") return AttentionPath::kAuto;
+  if (name == "fused") return AttentionPath::kFused;
+  if (name == "composed") return AttentionPath::kComposed;
+  TORCH_CHECK_VALUE(false, "[", op, "] path must be 'auto', 'composed' or 'fused', got '", name, "'");
+}
+
+const char* attention_path_name(AttentionPath path) noexcept {
+  switch (path) {
+    case AttentionPath::kFused: return "fused";
+    case AttentionPath::kComposed: return "composed";
+    case AttentionPath::kAuto: break;
+  }
+  return "auto";
+}
+
 namespace ops {
 
 // q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv) -> out (B, H, Tq, Dv), weights (B, H, Tq, Tk)
@@ -336,6 +352,13 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at
 
 std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                              const AttentionTerms& terms, const AttentionCall& call) {
+  switch (call.path) {
+    case AttentionPath::kComposed: return attention_composed(q, k, v, terms, call);
+    case AttentionPath::kFused:
+      TORCH_CHECK_VALUE(call.dropout == 0, "[", kOp, "] dropout needs the composed path, got path 'fused'");
+      return attention_fused(q, k, v, terms, call);
+    case AttentionPath::kAuto: break;
+  }
   // Dropout, and weights that need a gradient, take the composed path; everything else streams.
   const bool weights_grad = call.return_weights && needs_grad(q, k, v, terms);
   if (call.dropout > 0 || weights_grad) return attention_composed(q, k, v, terms, call);
@@ -356,9 +379,7 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
     const c10::optional<at::Tensor>& rel_2d_h, const c10::optional<at::Tensor>& rel_2d_w, int64_t rel_2d_height,
     int64_t rel_2d_width, const c10::optional<at::Tensor>& xl_u, const c10::optional<at::Tensor>& xl_v,
     const c10::optional<at::Tensor>& bias, bool return_weights, c10::string_view path) {
-  const std::string_view route = detail::to_std(path);
-  TORCH_CHECK_VALUE(route == "auto" || route == "composed" || route == "fused", "[", kOp,
-                    "] path must be 'auto', 'composed' or 'fused', got '", route, "'");
+  const AttentionPath route = parse_attention_path(detail::to_std(path));
   AttentionCall call;
   call.causal = causal;
   if (given(key_padding_mask)) call.key_padding_mask = *key_padding_mask;
@@ -430,14 +451,8 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
     terms.grid_width = rel_2d_width;
   }
 
-  std::tuple<at::Tensor, at::Tensor> result;
-  if (route == "composed") {
-    result = ops::attention_composed(q, k, v, terms, call);
-  } else if (route == "fused") {
-    result = ops::attention_fused(q, k, v, terms, call);
-  } else {
-    result = ops::attention(q, k, v, terms, call);
-  }
+  call.path = route;
+  std::tuple<at::Tensor, at::Tensor> result = ops::attention(q, k, v, terms, call);
   auto& [out, weights] = result;
   if (!weights.defined()) weights = at::empty({0}, q.options());
   return result;

@@ -109,7 +109,10 @@ TransformerBlockImpl::TransformerBlockImpl(const TransformerOptions& options, At
   norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
   attention = register_module(
       "attention",
-      MultiheadAttention(MultiheadAttentionOptions(dim, options.heads()).dropout(options.dropout()).causal(causal),
+      MultiheadAttention(MultiheadAttentionOptions(dim, options.heads())
+                             .dropout(options.dropout())
+                             .causal(causal)
+                             .path(options.attention_path()),
                          std::move(encodings)));
   norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
   ffn1 = register_module("ffn1", torch::nn::Linear(dim, ffn_dim(options)));

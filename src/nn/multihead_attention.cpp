@@ -1,7 +1,7 @@
 // Multi-head attention with pluggable encodings (multihead_attention.h). The
 // layer only projects, splits heads, asks each encoding for its terms and
-// calls ops::attention, which picks the fused kernel (no gradient needed) or
-// the composed differentiable path (training). No family is named here.
+// calls ops::attention, which takes the fused kernel (forward and backward)
+// or the composed differentiable path (dropout; options.path). No family is named here.
 #include "posenc/nn/multihead_attention.h"
 
 #include <ATen/ATen.h>
@@ -143,6 +143,7 @@ std::tuple<at::Tensor, at::Tensor> MultiheadAttentionImpl::attend(const at::Tens
   call.scale = 1.0 / std::sqrt(static_cast<double>(head_dim()));
   call.return_weights = return_weights;
   call.dropout = is_training() ? options_.dropout() : 0.0;
+  call.path = options_.path();
   auto [out, weights] = ops::attention(q, k, v, terms, call);
   return {out_proj->forward(merge_heads(out)), weights};
 }
@@ -150,7 +151,9 @@ std::tuple<at::Tensor, at::Tensor> MultiheadAttentionImpl::attend(const at::Tens
 void MultiheadAttentionImpl::pretty_print(std::ostream& stream) const {
   stream << "posenc::nn::MultiheadAttention(dim=" << options_.dim() << ", num_heads=" << options_.num_heads()
          << ", dropout=" << options_.dropout() << ", bias=" << (options_.bias() ? "true" : "false")
-         << ", causal=" << (options_.causal() ? "true" : "false") << ")";
+         << ", causal=" << (options_.causal() ? "true" : "false");
+  if (options_.path() != AttentionPath::kAuto) stream << ", path=" << attention_path_name(options_.path());
+  stream << ")";
 }
 
 }  // namespace posenc::nn

@@ -41,6 +41,8 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 constexpr const char* kOp = "train";
+// The attention path of runs whose config.json predates the "attention" field.
+constexpr const char* kOldAttention = "composed";
 
 // ------------------------------------------------------------ config as JSON
 
@@ -64,6 +66,7 @@ ordered_json trajectory_fields(const TrainConfig& c) {
                       {"weight_decay", c.weight_decay},
                       {"clip", c.clip},
                       {"dropout", c.dropout},
+                      {"attention", c.attention},
                       {"seed", c.seed},
                       {"base", e.base},
                       {"xpos_scale_base", e.xpos_scale_base},
@@ -82,7 +85,7 @@ void check_same_run(const json& saved, const TrainConfig& config, const fs::path
   const ordered_json now = trajectory_fields(config);
   const json& fields = saved.at("config");
   for (const auto& [key, value] : now.items()) {
-    const json theirs = fields.contains(key) ? fields.at(key) : json();
+    const json theirs = fields.contains(key) ? fields.at(key) : key == "attention" ? json(kOldAttention) : json();
     if (json(value) != theirs) {
       fail_runtime("checkpoint", dir.string(), " was written for ", key, " ", show(theirs), ", this run uses ",
                    show(json(value)));
@@ -308,6 +311,8 @@ TrainConfig resolve_train_config(const TrainConfig& config) {
   require(c.keep_checkpoints >= 1, kOp, "keep_checkpoints must be >= 1, got ", c.keep_checkpoints);
   require(c.log_every >= 1, kOp, "log_every must be >= 1, got ", c.log_every);
   require(c.dropout >= 0 && c.dropout < 1, kOp, "dropout must be in [0, 1), got ", c.dropout);
+  require(c.attention == "fused" || c.attention == "composed", kOp, "attention must be 'fused' or 'composed', got '",
+          c.attention, "'");
   if (c.max_positions == 0) c.max_positions = c.seq_len;
   require(c.max_positions >= c.seq_len, kOp, "max_positions must be >= seq_len (", c.seq_len, "), got ",
           c.max_positions);
@@ -362,6 +367,7 @@ std::string train_config_json(const TrainConfig& c) {
   j["log_every"] = c.log_every;
   j["dropout"] = c.dropout;
   j["max_positions"] = c.max_positions;
+  j["attention"] = c.attention;
   return j.dump(2) + "\n";
 }
 
@@ -403,6 +409,7 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   c.log_every = field<int64_t>(j, "log_every", source);
   c.dropout = field<double>(j, "dropout", source);
   c.max_positions = field<int64_t>(j, "max_positions", source);
+  c.attention = j.contains("attention") ? field<std::string>(j, "attention", source) : kOldAttention;
   return c;
 }
 
@@ -414,6 +421,8 @@ TaskModel::TaskModel(const Task& task, const TrainConfig& resolved) : task_(task
       .layers(resolved.layers)
       .heads(resolved.heads)
       .dropout(resolved.dropout)
+      // "fused" is the automatic choice: fused, composed only where attention dropout needs it.
+      .attention_path(resolved.attention == "composed" ? AttentionPath::kComposed : AttentionPath::kAuto)
       .max_positions(resolved.max_positions)
       .num_classes(2)
       .encoding_config(resolved.encoding_config);

@@ -177,6 +177,39 @@ TEST_F(TrainingTest, WritesConfigAndDeterministicMetrics) {
   EXPECT_EQ(j["encoding_parameters"]["max_distance"], 16);
 }
 
+// The attention path is part of the run: the fused and composed paths give
+// the same training within rounding, the field round-trips, and a config.json
+// written before the field existed reads "composed" (the path it trained with).
+TEST_F(TrainingTest, AttentionPathIsRecordedAndBothPathsTrainAlike) {
+  TrainConfig c = tiny_config();
+  EXPECT_EQ(c.attention, "fused");
+  train(c, root_ / "fused");
+  c.attention = "composed";
+  train(c, root_ / "composed");
+  const std::vector<nlohmann::json> fused = lines_of(root_ / "fused" / "metrics.jsonl");
+  const std::vector<nlohmann::json> composed = lines_of(root_ / "composed" / "metrics.jsonl");
+  ASSERT_EQ(fused.size(), composed.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    // float32 training over 14 steps: the paths round differently, the trajectories stay within 1e-3.
+    EXPECT_NEAR(fused[i]["loss"].get<double>(), composed[i]["loss"].get<double>(), 1e-3);
+  }
+  EXPECT_EQ(nlohmann::json::parse(slurp(root_ / "fused" / "config.json"))["attention"], "fused");
+  nlohmann::json old = nlohmann::json::parse(slurp(root_ / "composed" / "config.json"));
+  old.erase("attention");
+  EXPECT_EQ(train_config_from_json(old.dump(), "config.json").attention, "composed");
+  // Resuming with the other path is refused: it would not continue the same trajectory.
+  TrainConfig other = tiny_config();
+  other.attention = "composed";
+  try {
+    train(other, root_ / "fused", {.resume = true});
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("was written for attention 'fused', this run uses 'composed'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The reference: one uninterrupted run.
 void expect_same_run(const fs::path& a, const fs::path& b, const TrainConfig& c) {
   EXPECT_EQ(slurp(a / "metrics.jsonl"), slurp(b / "metrics.jsonl"));
@@ -392,6 +425,9 @@ TEST_F(TrainingTest, BadConfigurationsAreRefusedBeforeTouchingTheDirectory) {
   c = tiny_config();
   c.task = "sort";
   expect_error([&] { train(c, root_); }, "[task] unknown task 'sort'; known: order, span, lookback, copy");
+  c = tiny_config();
+  c.attention = "flash";
+  expect_error([&] { train(c, root_); }, "[train] attention must be 'fused' or 'composed', got 'flash'");
   auto registry_error = [&](const TrainConfig& bad) {
     try {
       train(bad, root_);

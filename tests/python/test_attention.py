@@ -321,7 +321,7 @@ def test_empty_inputs(path, sizes):
     assert torch.all(out == 0)  # no keys: every row fully masked gives 0
 
 
-def test_auto_path_is_fused_without_gradient_and_composed_with():
+def test_auto_path_is_fused_with_or_without_gradient_and_composed_for_weights_with_one():
     q, k, v, kwargs = case_arguments(CASES[CASE_IDS.index("all-1d")], seed=4)
     fused = posenc.attention(q, k, v, path="fused", **kwargs)
     composed = posenc.attention(q, k, v, path="composed", **kwargs)
@@ -330,7 +330,9 @@ def test_auto_path_is_fused_without_gradient_and_composed_with():
     assert not torch.equal(fused, composed)  # the two paths round differently: the test above can tell them apart
     rel_k = kwargs["rel_k"].clone().requires_grad_()
     out = posenc.attention(q, k, v, **{**kwargs, "rel_k": rel_k})
-    assert out.grad_fn is not None and torch.equal(out, composed)
+    assert out.grad_fn is not None and torch.equal(out, fused)
+    out, weights = posenc.attention(q, k, v, return_weights=True, **{**kwargs, "rel_k": rel_k})
+    assert weights.requires_grad and torch.equal(out, composed)
     with torch.no_grad():
         assert torch.equal(posenc.attention(q, k, v, **{**kwargs, "rel_k": rel_k}), fused)
 

@@ -288,6 +288,7 @@ def test_encodings_lists_every_name_with_point_and_parameters():
      "[encoding] 'alibi+t5' has two logit bias encodings (alibi, t5); use at most one per point"),
     ({"encoding": "rope", "steps": 0}, "[train] steps must be >= 1, got 0"),
     ({"encoding": "learned", "max_positions": 4}, "[train] max_positions must be >= seq_len (8), got 4"),
+    ({"encoding": "rope", "attention": "flash"}, "[train] attention must be 'fused' or 'composed', got 'flash'"),
 ])
 def test_bad_training_arguments_exit_2_before_writing(tmp_path, changes, message):
     out = tmp_path / "run"

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <tuple>
 
 namespace posenc::nn {
@@ -45,18 +46,29 @@ struct AttentionTerms {
   int64_t grid_height = 0, grid_width = 0;
 };
 
+// Which implementation computes the attention (see above).
+enum class AttentionPath { kAuto, kFused, kComposed };
+
+// "auto" | "fused" | "composed"; throws c10::ValueError
+// "[OP] path must be 'auto', 'composed' or 'fused', got 'x'".
+AttentionPath parse_attention_path(std::string_view name, std::string_view op = "attention");
+const char* attention_path_name(AttentionPath path) noexcept;
+
 struct AttentionCall {
   bool causal = false;
   std::optional<at::Tensor> key_padding_mask;  // (B, Tk) bool, true = padding (ignored)
   std::optional<double> scale;                 // unset: 1/sqrt(Dh)
   bool return_weights = false;
   double dropout = 0.0;  // on the weights, in [0, 1); > 0 takes the composed path
+  // kAuto: fused, composed for dropout or weights that need a gradient. kFused
+  // refuses dropout ("[attention] dropout needs the composed path, got path 'fused'").
+  AttentionPath path = AttentionPath::kAuto;
 };
 
 namespace ops {
 
 // Returns (out, weights); weights is an undefined tensor unless call.return_weights.
-// Picks the fused path unless dropout or weights with a gradient need the composed one.
+// Takes call.path; kAuto picks the fused path unless dropout or weights with a gradient need the composed one.
 std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                              const AttentionTerms& terms, const AttentionCall& call = {});
 // The composed (differentiable) path, always.

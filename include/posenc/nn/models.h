@@ -38,6 +38,7 @@ struct TransformerOptions {
   TORCH_ARG(int64_t, heads) = 4;
   TORCH_ARG(int64_t, ffn_dim) = 0;       // 0: 4 * dim
   TORCH_ARG(double, dropout) = 0.0;      // residual and attention dropout
+  TORCH_ARG(AttentionPath, attention_path) = AttentionPath::kAuto;  // every layer's (MultiheadAttentionOptions::path)
   TORCH_ARG(int64_t, max_positions) = 512;  // learned table rows
   TORCH_ARG(int64_t, num_classes) = 2;   // encoder classification head
   TORCH_ARG(EncodingConfig, encoding_config);  // dim, num_heads, max_positions, causal are overwritten from above

@@ -9,9 +9,9 @@
 //   q = x W_q, k = m W_k, v = m W_v split into H heads of Dh = D / H, then
 //   rotary(q, k) at positions Tk-Tq .. Tk-1 (queries) and 0 .. Tk-1 (keys),
 //   attention with the terms, heads merged, out = o W_o.
-// Paths: under grad mode with parameters requiring grad (training), the
-// composed differentiable path (dropout on the weights when training());
-// otherwise (eval, torch::NoGradGuard) the fused streaming kernel.
+// Paths (options.path): by default the fused streaming kernel, forward and
+// backward, and the composed differentiable path when dropout on the weights
+// is on (training()) or weights are asked for with a gradient.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -46,6 +46,7 @@ struct MultiheadAttentionOptions {
   TORCH_ARG(double, dropout) = 0.0;  // on the attention weights, in training() only
   TORCH_ARG(bool, bias) = true;      // biases of the four projections
   TORCH_ARG(bool, causal) = false;   // key j hidden from query i when j > i + Tk - Tq
+  TORCH_ARG(AttentionPath, path) = AttentionPath::kAuto;  // ops::attention's choice, or one forced
 };
 
 class MultiheadAttentionImpl : public torch::nn::Module {

@@ -64,6 +64,10 @@ struct TrainConfig {
   int64_t log_every = 10;
   double dropout = 0.0;
   int64_t max_positions = 0;         // rows of a learned table; 0: seq_len
+  // "fused" (the fused attention forward and backward; attention dropout takes the composed path)
+  // | "composed" (differentiable torch ops).
+  // config.json files written before the field existed read "composed", the path they trained with.
+  std::string attention = "fused";
 };
 
 // Checks every field, the task and the encoding (parse_encoding / validate_encoding messages),
