@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dispatch.h"
+#include "dropout.h"
 #include "op_support.h"
 #include "posenc/nn/attention_ops.h"
 #include "posenc/nn/relative_ops.h"
@@ -331,7 +332,7 @@ std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const
   }
   at::Tensor probs = at::softmax(logits, -1);
   if (dead.defined()) probs = probs.masked_fill(dead, 0.0);
-  if (call.dropout > 0) probs = at::dropout(probs, call.dropout, /*train=*/true);
+  if (call.dropout > 0) probs = detail::dropout(probs, call.dropout, /*train=*/true);
 
   at::Tensor out = at::matmul(probs, vc);
   if (terms.rel_v.defined()) out = out + ops::relative_values(probs, in(terms.rel_v), relative);

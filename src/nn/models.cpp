@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "dropout.h"
 #include "op_support.h"
 
 namespace posenc::nn {
@@ -122,8 +123,9 @@ TransformerBlockImpl::TransformerBlockImpl(const TransformerOptions& options, At
 // x (B, T, D) -> (B, T, D)
 at::Tensor TransformerBlockImpl::forward(const at::Tensor& x, const at::Tensor& key_padding_mask) {
   const bool train = is_training() && dropout_ > 0.0;
-  const at::Tensor h = x + at::dropout(attention->forward(norm1->forward(x), key_padding_mask), dropout_, train);
-  return h + at::dropout(ffn2->forward(at::gelu(ffn1->forward(norm2->forward(h)))), dropout_, train);
+  const at::Tensor h =
+      x + detail::dropout(attention->forward(norm1->forward(x), key_padding_mask), dropout_, train);
+  return h + detail::dropout(ffn2->forward(at::gelu(ffn1->forward(norm2->forward(h)))), dropout_, train);
 }
 
 // ---------------------------------------------------------------------------

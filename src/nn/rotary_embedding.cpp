@@ -119,6 +119,7 @@ std::pair<at::Tensor, at::Tensor> RotaryEmbeddingImpl::cos_sin(const at::Tensor&
     return ops::rope_cos_sin(p, rotary_dim_, o, compute);
   }
   const int64_t seq_len = fixed.value_or(last + 1);
+  const std::lock_guard<std::mutex> lock(*cache_mutex_);
   return compute == at::kDouble ? gather(cache_double_, seq_len, p) : gather(cache_float_, seq_len, p);
 }
 

@@ -28,6 +28,7 @@
 #include "posenc/io/directory_lock.h"
 #include "posenc/kernels/build_info.h"
 #include "posenc/nn/checkpoint.h"
+#include "sharded_step.h"
 
 #ifndef POSENC_VERSION
 #define POSENC_VERSION "unknown"
@@ -43,6 +44,8 @@ using nlohmann::ordered_json;
 constexpr const char* kOp = "train";
 // The attention path of runs whose config.json predates the "attention" field.
 constexpr const char* kOldAttention = "composed";
+// Shards per thread of a multi-threaded step: a thread that loses its core to another process takes fewer.
+constexpr int64_t kShardsPerThread = 2;
 
 // ------------------------------------------------------------ config as JSON
 
@@ -459,6 +462,18 @@ TaskScore TaskModel::score(const Batch& batch) {
 
 // ------------------------------------------------------------ training
 
+namespace {
+
+// The dropout generators of step `step`'s shards: seeds (this + shard), apart from the run's seed stream.
+uint64_t dropout_seed(uint64_t seed, int64_t step) {
+  uint64_t x = seed ^ (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;  // splitmix64's finalizer
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return (x ^ (x >> 31)) * 1024;                 // room for the shard index
+}
+
+}  // namespace
+
 TrainResult train(const TrainConfig& requested, const fs::path& dir, const TrainRun& run,
                   const TrainCallbacks& callbacks) {
   using Clock = std::chrono::steady_clock;
@@ -498,7 +513,11 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
                   " already holds a run (metrics.jsonl or checkpoints); resume it or choose another directory");
   }
 
-  at::set_num_threads(static_cast<int>(config.threads));
+  // More than one thread: kShardsPerThread shards of each batch per thread, taken in turn by the threads,
+  // each single-threaded inside.
+  const int shards = static_cast<int>(std::min(config.threads * kShardsPerThread, config.batch));
+  const int workers = static_cast<int>(config.threads);
+  at::set_num_threads(config.threads > 1 ? 1 : static_cast<int>(config.threads));
   torch::manual_seed(config.seed);
   TaskModel model(task, config);
   model.module().train();
@@ -556,8 +575,13 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
     }
     const Batch batch = task.batch(config.seed, DataStream::kTrain, cursor, config.batch, config.seq_len);
     optimizer.zero_grad();
-    const TaskScore score = model.score(batch);
-    score.loss.backward();
+    TaskScore score;
+    if (workers > 1) {
+      score = detail::sharded_gradient(model, batch, parameters, shards, workers, dropout_seed(config.seed, step));
+    } else {
+      score = model.score(batch);
+      score.loss.backward();
+    }
     const double grad_norm = torch::nn::utils::clip_grad_norm_(parameters, max_norm);
     const double loss = score.loss.item<double>();
     // Checked before the update, so the last checkpoint and the log stay those of a finite model.

@@ -20,6 +20,8 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <tuple>
@@ -79,6 +81,8 @@ class RotaryEmbeddingImpl : public torch::nn::Module {
   at::Tensor omega_;
   kernels::RopeCache<float> cache_float_;
   kernels::RopeCache<double> cache_double_;
+  // Guards the caches: the shards of a training step call forward from several threads.
+  std::shared_ptr<std::mutex> cache_mutex_ = std::make_shared<std::mutex>();
 };
 
 TORCH_MODULE(RotaryEmbedding);
