@@ -2,10 +2,12 @@
 #include "attention_families.h"
 
 #include <ATen/ATen.h>
+#include <benchmark/benchmark.h>
 
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc/nn/attention_ops.h"
@@ -34,20 +36,6 @@ struct Inputs {
   at::Tensor t5_buckets;        // (T, T) int64, HF buckets of j - i
   at::Tensor grid_rows, grid_cols;  // (T2, T2) int64 y_j - y_i + 44, x_j - x_i + 44
 };
-
-at::Tensor offsets(int64_t n) { return at::arange(n, at::kLong).unsqueeze(0) - at::arange(n, at::kLong).unsqueeze(1); }
-
-// Hugging Face T5 _relative_position_bucket (bidirectional, 32 buckets, 128) of key - query.
-at::Tensor hf_t5_buckets(at::Tensor rel) {
-  const int64_t half = 16, max_exact = 8;
-  at::Tensor buckets = (rel > 0).to(at::kLong) * half;
-  rel = rel.abs();
-  at::Tensor large = max_exact + (at::log(rel.to(at::kFloat) / max_exact) / std::log(128.0 / max_exact) *
-                                  (half - max_exact))
-                                     .to(at::kLong);
-  large = at::minimum(large, at::full_like(large, half - 1));
-  return buckets + at::where(rel < max_exact, rel, large);
-}
 
 Inputs& inputs() {
   static Inputs in = [] {
@@ -203,6 +191,34 @@ std::vector<at::Tensor> family_gradients(const AttentionFamily& family) {
   if (name == "shaw") g.insert(g.end(), {in.rel_k.grad(), in.rel_v.grad()});
   if (name == "2d-relative") g.insert(g.end(), {in.grid_h.grad(), in.grid_w.grad()});
   return g;
+}
+
+void register_family_benchmarks(const char* prefix, void (*run)(at::Tensor (*)()), int repetitions) {
+  for (const AttentionFamily& f : attention_families()) {
+    for (const auto& [side, fn] : {std::pair{"/ours_", f.ours}, std::pair{"/eager_", f.eager}}) {
+      benchmark::RegisterBenchmark((prefix + std::string(side) + f.name).c_str(),
+                                   [run, fn = fn](benchmark::State& state) {
+                                     for (auto _ : state) run(fn);
+                                   })
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1)
+          ->Repetitions(repetitions);
+    }
+  }
+}
+
+at::Tensor offsets(int64_t n) { return at::arange(n, at::kLong).unsqueeze(0) - at::arange(n, at::kLong).unsqueeze(1); }
+
+at::Tensor hf_t5_buckets(at::Tensor rel) {
+  const int64_t half = 16, max_exact = 8;
+  at::Tensor buckets = (rel > 0).to(at::kLong) * half;
+  rel = rel.abs();
+  at::Tensor large = max_exact + (at::log(rel.to(at::kFloat) / max_exact) / std::log(128.0 / max_exact) *
+                                  (half - max_exact))
+                                     .to(at::kLong);
+  large = at::minimum(large, at::full_like(large, half - 1));
+  return buckets + at::where(rel < max_exact, rel, large);
 }
 
 }  // namespace posenc::bench

@@ -30,6 +30,15 @@ struct AttentionFamily {
 
 const std::vector<AttentionFamily>& attention_families();
 
+// Registers "PREFIX/ours_NAME" and "PREFIX/eager_NAME" for every family, each
+// iteration calling run(the side's function) once, timed in real time.
+void register_family_benchmarks(const char* prefix, void (*run)(at::Tensor (*)()), int repetitions);
+
+// (n, n) int64 key - query offsets j - i.
+at::Tensor offsets(int64_t n);
+// Hugging Face T5 _relative_position_bucket (bidirectional, 32 buckets, max distance 128) of key - query.
+at::Tensor hf_t5_buckets(at::Tensor rel);
+
 // Every input tensor a family differentiates (q, k, v, slopes, tables) made
 // to require grad or not; their gradients cleared.
 void require_grad(bool on);

@@ -51,21 +51,8 @@ bool check_results() {
   return ok;
 }
 
-// "run/ours_NAME" and "run/eager_NAME" for each family, timed once per repetition.
-void register_benchmarks() {
-  for (const AttentionFamily& f : families()) {
-    for (const auto& [side, fn] : {std::pair{"ours_", f.ours}, std::pair{"eager_", f.eager}}) {
-      benchmark::RegisterBenchmark((std::string("run/") + side + f.name).c_str(),
-                                   [fn = fn](benchmark::State& state) {
-                                     for (auto _ : state) benchmark::DoNotOptimize(fn().data_ptr());
-                                   })
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond)
-          ->Iterations(1)
-          ->Repetitions(kRepetitions);
-    }
-  }
-}
+// One forward, its output touched so that nothing is optimized away.
+void forward(at::Tensor (*fn)()) { benchmark::DoNotOptimize(fn().data_ptr()); }
 
 }  // namespace
 
@@ -78,7 +65,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fflush(stdout);
-  register_benchmarks();
+  posenc::bench::register_family_benchmarks("run", forward, kRepetitions);
   const auto times = posenc::bench::run_benchmarks(argc, argv);
   auto t = [&](const std::string& name) { return posenc::bench::seconds_of(times, "run/" + name); };
 

@@ -86,21 +86,6 @@ bool check_gradients() {
   return ok;
 }
 
-void register_benchmarks() {
-  for (const AttentionFamily& f : families()) {
-    for (const auto& [side, fn] : {std::pair{"ours_", f.ours}, std::pair{"eager_", f.eager}}) {
-      benchmark::RegisterBenchmark((std::string("step/") + side + f.name).c_str(),
-                                   [fn = fn](benchmark::State& state) {
-                                     for (auto _ : state) step(fn);
-                                   })
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond)
-          ->Iterations(1)
-          ->Repetitions(kRepetitions);
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,7 +98,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fflush(stdout);
-  register_benchmarks();
+  posenc::bench::register_family_benchmarks("step", step, kRepetitions);
   const auto times = posenc::bench::run_benchmarks(argc, argv);
   auto t = [&](const std::string& name) { return posenc::bench::seconds_of(times, "step/" + name); };
 

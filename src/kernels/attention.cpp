@@ -727,9 +727,8 @@ void require_data(const char* op, const char* name, const M& m) {
 }  // namespace
 
 template <class T>
-void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, BatchedMatrix<const T> k,
-                       BatchedMatrix<const T> v, const AttentionTerms<T>& terms, BatchedMatrix<T> out,
-                       BatchedMatrix<T> weights, const char* op, T* logsumexp) {
+void validate_qkv(const char* op, const BatchedMatrix<const T>& q, const BatchedMatrix<const T>& k,
+                  const BatchedMatrix<const T>& v) {
   require(q.batch >= 0 && q.heads >= 0 && q.rows >= 0 && q.cols >= 0, op,
           "q must be (B, H, Tq, Dh) with extents >= 0, got (", q.batch, ", ", q.heads, ", ", q.rows, ", ", q.cols,
           ")");
@@ -739,6 +738,18 @@ void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, 
   require(v.batch == k.batch && v.heads == k.heads && v.rows == k.rows && v.cols >= 0, op,
           "v must have the keys' (B, H, Tk) = (", k.batch, ", ", k.heads, ", ", k.rows, "), got (", v.batch, ", ",
           v.heads, ", ", v.rows, ")");
+}
+
+template void validate_qkv<float>(const char*, const BatchedMatrix<const float>&, const BatchedMatrix<const float>&,
+                                  const BatchedMatrix<const float>&);
+template void validate_qkv<double>(const char*, const BatchedMatrix<const double>&,
+                                   const BatchedMatrix<const double>&, const BatchedMatrix<const double>&);
+
+template <class T>
+void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, BatchedMatrix<const T> k,
+                       BatchedMatrix<const T> v, const AttentionTerms<T>& terms, BatchedMatrix<T> out,
+                       BatchedMatrix<T> weights, const char* op, T* logsumexp) {
+  validate_qkv(op, q, k, v);
   require(out.batch == q.batch && out.heads == q.heads && out.rows == q.rows && out.cols == v.cols, op,
           "out must be (B, H, Tq, Dv) = (", q.batch, ", ", q.heads, ", ", q.rows, ", ", v.cols, "), got (", out.batch,
           ", ", out.heads, ", ", out.rows, ", ", out.cols, ")");

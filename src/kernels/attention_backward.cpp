@@ -626,12 +626,7 @@ void attention_backward(const AttentionParams& params, BatchedMatrix<const T> q,
                         BatchedMatrix<const T> v, const AttentionTerms<T>& terms, BatchedMatrix<const T> out,
                         const T* logsumexp, BatchedMatrix<const T> grad_out, const AttentionGradients<T>& grads,
                         const char* op) {
-  require(k.batch == q.batch && k.heads == q.heads && k.cols == q.cols && k.rows >= 0, op,
-          "k must be (B, H, Tk, Dh) = (", q.batch, ", ", q.heads, ", *, ", q.cols, ") like q, got (", k.batch, ", ",
-          k.heads, ", ", k.rows, ", ", k.cols, ")");
-  require(v.batch == k.batch && v.heads == k.heads && v.rows == k.rows && v.cols >= 0, op,
-          "v must have the keys' (B, H, Tk) = (", k.batch, ", ", k.heads, ", ", k.rows, "), got (", v.batch, ", ",
-          v.heads, ", ", v.rows, ")");
+  validate_qkv(op, q, k, v);
   const auto same_as_out = [&](const char* name, const BatchedMatrix<const T>& m) {
     require(m.batch == q.batch && m.heads == q.heads && m.rows == q.rows && m.cols == v.cols, op, name,
             " must be (B, H, Tq, Dv) = (", q.batch, ", ", q.heads, ", ", q.rows, ", ", v.cols, "), got (", m.batch,

@@ -83,6 +83,11 @@ void validate_attention(const char* op, const AttentionParams& params, int64_t b
                         int64_t k_len, int64_t head_dim, int64_t value_dim, int64_t rel_tables, int64_t max_distance,
                         bool grid_terms, int64_t grid_height, int64_t grid_width, int64_t grid_tables);
 
+// Checks q, k, v against each other (the first two messages above; q's extents >= 0).
+template <class T>
+void validate_qkv(const char* op, const BatchedMatrix<const T>& q, const BatchedMatrix<const T>& k,
+                  const BatchedMatrix<const T>& v);
+
 // out (B, H, Tq, Dv) overwritten. weights, when its data is non-null, receives
 // the probabilities p (B, H, Tq, Tk). logsumexp, when non-null, receives each
 // row's log sum_j exp(s[i,j]) (B, H, Tq) contiguous, what the backward needs
