@@ -100,10 +100,17 @@ int64_t peak_extra_bytes(const std::function<void()>& f) {
   return before < 0 || peak < 0 ? -1 : (peak - before) * 1024;
 }
 
+namespace {
+double measured_gemm_gflops = 0;
+}  // namespace
+
+double baseline_gemm_gflops() { return measured_gemm_gflops; }
+
 int check_baseline_blas() {
   const nn::BlasInfo blas = nn::blas_info();
+  measured_gemm_gflops = nn::gemm_gflops(0.5);
   std::printf("baseline BLAS: %s (%s), float32 GEMM %.1f GFLOP/s\n", blas.kind.c_str(),
-              blas.library.empty() ? "not found" : blas.library.c_str(), nn::gemm_gflops(0.5));
+              blas.library.empty() ? "not found" : blas.library.c_str(), measured_gemm_gflops);
   if (!blas.reference) return 0;
   std::printf("NO RATIO: libtorch runs on netlib's reference BLAS; install OpenBLAS (bash scripts/setup.sh) so that "
               "the eager baseline is the one a user would run\n");

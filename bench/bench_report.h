@@ -32,5 +32,7 @@ int64_t peak_extra_bytes(const std::function<void()>& f);
 // netlib's reference BLAS: a ratio against a baseline 20-50x slower than what
 // any user runs would mean nothing. Returns 0 otherwise.
 int check_baseline_blas();
+// The float32 GEMM rate check_baseline_blas measured (GFLOP/s; 0 before it ran).
+double baseline_gemm_gflops();
 
 }  // namespace posenc::bench
