@@ -105,25 +105,28 @@ class Backward {
     zero_outputs();
     if (nb_ == 0 || nh_ == 0 || tq_ == 0) return;
     prepare_tables();
-    const int64_t items = nb_ * nh_;
     const int64_t work = nb_ * nh_ * tq_ * std::max<int64_t>(tk_, 1) * (dh_ + dv_ + 1);
     int threads = work < kParallelWork ? 1 : std::max(1, omp_get_max_threads());
-    threads = static_cast<int>(std::min<int64_t>(threads, items));
+    threads = static_cast<int>(std::min<int64_t>(threads, nh_));
     layout_scratch();
     detail::ThreadScratch<T> scratch(threads, per_thread_);
-    detail::ThreadScratch<T> partial(threads, partial_size_);
+    detail::ThreadScratch<T> partial(static_cast<int>(nh_), partial_size_);
     detail::ThreadScratch<int64_t> runs(threads, 3 * (kBN + 1));
 #pragma omp parallel num_threads(threads)
     {
       const int th = omp_get_thread_num();
-      T* part = partial.slice(th);
-      std::fill(part, part + partial_size_, T(0));
-      Work w = carve(scratch.slice(th), part);
+      Work w = carve(scratch.slice(th));
       w.runs = runs.slice(th);
-#pragma omp for schedule(static)
-      for (int64_t it = 0; it < items; ++it) head(w, it / nh_, it % nh_);
+      // One task per head, its batches in order: every sum has one order whatever the threads.
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t h = 0; h < nh_; ++h) {
+        T* part = partial.slice(static_cast<int>(h));
+        std::fill(part, part + partial_size_, T(0));
+        set_partials(w, part);
+        for (int64_t b = 0; b < nb_; ++b) head(w, b, h);
+      }
     }
-    for (int th = 0; th < threads; ++th) fold_partials(partial.slice(th));
+    for (int64_t h = 0; h < nh_; ++h) fold_partials(partial.slice(static_cast<int>(h)), h);
   }
 
  private:
@@ -137,7 +140,7 @@ class Backward {
     T *r, *gd;                 // (kBM, ldg): band products (or a clipped rel_v row), diagonal scatter
     T *rh, *rw, *drh, *drw;    // (kBM, ldh | ldw): grid axes
     int64_t* runs;             // a key tile's grid rows: (first key, y, first x) per run
-    // Table-gradient partials (per thread).
+    // Table-gradient partials of the task's head (one table: its own, or the shared one).
     T *du, *dw, *drk, *drv, *dgh, *dgw, *dob, *dgb;
   };
 
@@ -230,18 +233,18 @@ class Backward {
     per_thread_ = n + 8 * kBN;  // slack for the whole-vector and kMR-row reads past the last buffer
 
     n = 0;
-    part_.du = g_.content_shift != nullptr ? take(nh_ * dh_) : -1;
-    part_.dw = g_.relative_shift != nullptr ? take(nh_ * dh_) : -1;
-    part_.drk = g_.rel_k != nullptr && relk_ ? take(t_.rel_tables * nx_ * dhp_) : -1;
-    part_.drv = g_.rel_v != nullptr && relv_ ? take(t_.rel_tables * nx_ * dvp_) : -1;
-    part_.dgh = g_.grid_h != nullptr && gridh_ ? take(t_.grid_tables * (2 * hg_ - 1) * dhp_) : -1;
-    part_.dgw = g_.grid_w != nullptr && gridw_ ? take(t_.grid_tables * (2 * wg_ - 1) * dhp_) : -1;
-    part_.dob = g_.offset_bias != nullptr ? take(nh_ * nob_) : -1;
-    part_.dgb = g_.grid_bias != nullptr ? take(nh_ * ngb_) : -1;
+    part_.du = g_.content_shift != nullptr ? take(dh_) : -1;
+    part_.dw = g_.relative_shift != nullptr ? take(dh_) : -1;
+    part_.drk = g_.rel_k != nullptr && relk_ ? take(nx_ * dhp_) : -1;
+    part_.drv = g_.rel_v != nullptr && relv_ ? take(nx_ * dvp_) : -1;
+    part_.dgh = g_.grid_h != nullptr && gridh_ ? take((2 * hg_ - 1) * dhp_) : -1;
+    part_.dgw = g_.grid_w != nullptr && gridw_ ? take((2 * wg_ - 1) * dhp_) : -1;
+    part_.dob = g_.offset_bias != nullptr ? take(nob_) : -1;
+    part_.dgb = g_.grid_bias != nullptr ? take(ngb_) : -1;
     partial_size_ = n + 8 * kBN;
   }
 
-  Work carve(T* base, T* part) const {
+  Work carve(T* base) const {
     Work w{};
     w.kp = base + off_.kp, w.kt = base + off_.kt, w.vt = base + off_.vt;
     w.qc = base + off_.qc, w.qw = base + off_.qw, w.qs = base + off_.qs, w.go = base + off_.go;
@@ -252,10 +255,13 @@ class Backward {
     w.rh = base + off_.rh, w.drh = w.rh + kBM * ldh_;
     w.rw = base + off_.rw, w.drw = w.rw + kBM * ldw_;
     std::fill(base, base + per_thread_, T(0));  // padding rows and columns stay 0
+    return w;
+  }
+
+  void set_partials(Work& w, T* part) const {
     const auto at = [&](int64_t off) { return off < 0 ? nullptr : part + off; };
     w.du = at(part_.du), w.dw = at(part_.dw), w.drk = at(part_.drk), w.drv = at(part_.drv);
     w.dgh = at(part_.dgh), w.dgw = at(part_.dgw), w.dob = at(part_.dob), w.dgb = at(part_.dgb);
-    return w;
   }
 
   // K (padded rows and transposed) and V^T of head (b, h).
@@ -340,8 +346,8 @@ class Backward {
     }
     for (int64_t j0 = 0; j0 < jend; j0 += kBN) key_tile(w, b, h, i0, mb, j0, std::min(kBN, jend - j0), ys, xs);
 
-    if (gridh_) finish_axis(w.drh, ldh_, 2 * hg_ - 1, ghp_.data(), w.dgh, w, mb, gt);
-    if (gridw_) finish_axis(w.drw, ldw_, 2 * wg_ - 1, gwp_.data(), w.dgw, w, mb, gt);
+    if (gridh_) finish_axis(w.drh, ldh_, 2 * hg_ - 1, ghp_.data() + gt * (2 * hg_ - 1) * dhp_, w.dgh, w, mb);
+    if (gridw_) finish_axis(w.drw, ldw_, 2 * wg_ - 1, gwp_.data() + gt * (2 * wg_ - 1) * dhp_, w.dgw, w, mb);
     for (int64_t m = 0; m < mb; ++m) {
       const T *c = w.dqc + m * dhp_, *r = w.dqr + m * dhp_, *g = w.dqg + m * dhp_;
       if (g_.q.data != nullptr) {
@@ -349,21 +355,19 @@ class Backward {
         for (int64_t d = 0; d < dh_; ++d) dst[d] = scale_ * (c[d] + r[d] + g[d]);
       }
       if (w.du != nullptr) {
-        for (int64_t d = 0; d < dh_; ++d) w.du[h * dh_ + d] += scale_ * c[d];
+        for (int64_t d = 0; d < dh_; ++d) w.du[d] += scale_ * c[d];
       }
       if (w.dw != nullptr) {
-        for (int64_t d = 0; d < dh_; ++d) w.dw[h * dh_ + d] += scale_ * r[d];
+        for (int64_t d = 0; d < dh_; ++d) w.dw[d] += scale_ * r[d];
       }
     }
   }
 
   // One grid axis at the end of a query tile: dQ += dR table, dtable += dR^T scale q.
-  void finish_axis(const T* dr, int64_t ld, int64_t rows, const T* table_rows, T* dtable, const Work& w, int64_t mb,
-                   int64_t gt) const {
-    matmul<T, ALayout::kRows>(mb, dh_, rows, dr, ld, table_rows + gt * rows * dhp_, dhp_, w.dqg, dhp_, true);
-    if (dtable != nullptr) {
-      matmul<T, ALayout::kColumns>(rows, dh_, mb, dr, ld, w.qs, dhp_, dtable + gt * rows * dhp_, dhp_, true);
-    }
+  void finish_axis(const T* dr, int64_t ld, int64_t rows, const T* table_rows, T* dtable, const Work& w,
+                   int64_t mb) const {
+    matmul<T, ALayout::kRows>(mb, dh_, rows, dr, ld, table_rows, dhp_, w.dqg, dhp_, true);
+    if (dtable != nullptr) matmul<T, ALayout::kColumns>(rows, dh_, mb, dr, ld, w.qs, dhp_, dtable, dhp_, true);
   }
 
   // Keys [j0, j0 + nn) cut at grid rows: run r is keys [runs[3r], runs[3r + 3])
@@ -483,7 +487,7 @@ class Backward {
       for (int64_t m = 0; m < mb; ++m) std::fill_n(w.dp + m * kTileLd, nn, T(0));
     }
     if (relv_ && clipped) {
-      T* drv = w.drv != nullptr ? w.drv + (rt * nx_ + x_clip) * dvp_ : nullptr;
+      T* drv = w.drv != nullptr ? w.drv + x_clip * dvp_ : nullptr;
       T* rv = w.r;  // the clipped row of rel_v, out of its transposed copy
       for (int64_t d = 0; d < dv_; ++d) rv[d] = rvt_[(rt * dv_ + d) * ldx_ + x_clip];
       for (int64_t m = 0; m < mb; ++m) {
@@ -504,7 +508,7 @@ class Backward {
       if (w.drv != nullptr) {
         scatter_diagonals(w.p, w.gd, mb, nn);
         matmul<T, ALayout::kColumns>(kBand, dv_, mb, w.gd, ldg_, w.go, dvp_,
-                                     w.drv + (rt * nx_ + x0) * dvp_, dvp_, true);
+                                     w.drv + x0 * dvp_, dvp_, true);
       }
     }
     // ---- dS = P (dP - D), in dp
@@ -520,14 +524,14 @@ class Backward {
       const T* row = ds + m * kTileLd;
       if (g_.bias.data != nullptr) std::copy(row, row + nn, g_.bias.row(b, h, i0 + m) + j0);
       if (w.dob != nullptr) {
-        T* ob = w.dob + h * nob_ + (j0 - i0 - m + tq_ - 1);
+        T* ob = w.dob + (j0 - i0 - m + tq_ - 1);
         for (int64_t n = 0; n < nn; ++n) ob[n] += row[n];
       }
       for (int64_t r = 0; r < nruns; ++r) {
         const int64_t n0 = w.runs[3 * r], len = w.runs[3 * r + 3] - n0, y = w.runs[3 * r + 1], x = w.runs[3 * r + 2];
         const T* dsr = row + n0;
         if (w.dgb != nullptr) {
-          T* gb = w.dgb + h * ngb_ + (y - ys[m] + hg_ - 1) * (2 * wg_ - 1) + (x - xs[m] + wg_ - 1);
+          T* gb = w.dgb + (y - ys[m] + hg_ - 1) * (2 * wg_ - 1) + (x - xs[m] + wg_ - 1);
           for (int64_t n = 0; n < len; ++n) gb[n] += dsr[n];
         }
         if (gridh_) {
@@ -544,7 +548,7 @@ class Backward {
     // ---- relative keys: dQ += Gd band, dband += Gd^T scale (q + w)
     if (relk_ && clipped) {
       const T* row = rkx_.data() + (rt * nx_ + x_clip) * dhp_;
-      T* drk = w.drk != nullptr ? w.drk + (rt * nx_ + x_clip) * dhp_ : nullptr;
+      T* drk = w.drk != nullptr ? w.drk + x_clip * dhp_ : nullptr;
       for (int64_t m = 0; m < mb; ++m) {
         const T* dsr = ds + m * kTileLd;
         T mass = 0;
@@ -561,7 +565,7 @@ class Backward {
       matmul<T, ALayout::kRows>(mb, dh_, kBand, w.gd, ldg_, rkx_.data() + (rt * nx_ + x0) * dhp_, dhp_, w.dqr, dhp_,
                                 true);
       if (w.drk != nullptr) {
-        matmul<T, ALayout::kColumns>(kBand, dh_, mb, w.gd, ldg_, w.qw, dhp_, w.drk + (rt * nx_ + x0) * dhp_, dhp_,
+        matmul<T, ALayout::kColumns>(kBand, dh_, mb, w.gd, ldg_, w.qw, dhp_, w.drk + x0 * dhp_, dhp_,
                                      true);
       }
     }
@@ -572,27 +576,23 @@ class Backward {
     matmul<T, ALayout::kRows>(mb, dh_, nn, ds, kTileLd, w.kp + j0 * dhp_, dhp_, w.dqc, dhp_, true);
   }
 
-  // One thread's table gradients into the outputs (called in thread order).
-  void fold_partials(const T* part) const {
+  // Head h's table gradients into the outputs (called in head order).
+  void fold_partials(const T* part, int64_t h) const {
     const auto add = [](T* dst, const T* src, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
     };
-    if (part_.du >= 0) add(g_.content_shift, part + part_.du, nh_ * dh_);
-    if (part_.dw >= 0) add(g_.relative_shift, part + part_.dw, nh_ * dh_);
-    if (part_.dob >= 0) add(g_.offset_bias, part + part_.dob, nh_ * nob_);
-    if (part_.dgb >= 0) add(g_.grid_bias, part + part_.dgb, nh_ * ngb_);
-    const int64_t rows = 2 * kd_ + 1;
+    if (part_.du >= 0) add(g_.content_shift + h * dh_, part + part_.du, dh_);
+    if (part_.dw >= 0) add(g_.relative_shift + h * dh_, part + part_.dw, dh_);
+    if (part_.dob >= 0) add(g_.offset_bias + h * nob_, part + part_.dob, nob_);
+    if (part_.dgb >= 0) add(g_.grid_bias + h * ngb_, part + part_.dgb, ngb_);
+    const int64_t rows = 2 * kd_ + 1, rt = t_.rel_tables == 1 ? 0 : h, gt = t_.grid_tables == 1 ? 0 : h;
     const auto fold_band = [&](T* dst, const T* src, int64_t dim, int64_t ld) {
-      for (int64_t t = 0; t < t_.rel_tables; ++t) {
-        for (int64_t x = 0; x < nx_; ++x) {
-          add(dst + (t * rows + clip(x + d_min_, kd_) + kd_) * dim, src + (t * nx_ + x) * ld, dim);
-        }
-      }
+      for (int64_t x = 0; x < nx_; ++x) add(dst + (rt * rows + clip(x + d_min_, kd_) + kd_) * dim, src + x * ld, dim);
     };
     if (part_.drk >= 0) fold_band(g_.rel_k, part + part_.drk, dh_, dhp_);
     if (part_.drv >= 0) fold_band(g_.rel_v, part + part_.drv, dv_, dvp_);
-    const auto fold_grid = [&](T* dst, const T* src, int64_t rows_per_table) {
-      for (int64_t r = 0; r < t_.grid_tables * rows_per_table; ++r) add(dst + r * dh_, src + r * dhp_, dh_);
+    const auto fold_grid = [&](T* dst, const T* src, int64_t table_rows) {
+      for (int64_t r = 0; r < table_rows; ++r) add(dst + (gt * table_rows + r) * dh_, src + r * dhp_, dh_);
     };
     if (part_.dgh >= 0) fold_grid(g_.grid_h, part + part_.dgh, 2 * hg_ - 1);
     if (part_.dgw >= 0) fold_grid(g_.grid_w, part + part_.dgw, 2 * wg_ - 1);

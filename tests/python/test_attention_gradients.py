@@ -186,13 +186,22 @@ def test_fused_gradient_across_tiles(case):
         assert (f.double() - c).abs().max().item() <= 2e-5 * max(scale, 1.0), name
 
 
-def test_fused_backward_is_deterministic():
+def test_fused_backward_is_deterministic_and_independent_of_the_thread_count():
     q, k, v = bhtd(2, 3, 70, 16, 0, True), bhtd(2, 3, 90, 16, 1, True), bhtd(2, 3, 90, 16, 2, True)
-    rel_k = leaf(randn((9, 16), 3))
+    rel_k, xl_u = leaf(randn((9, 16), 3)), leaf(randn((3, 16), 5))  # a table shared by the heads, a shift per head
     grad_out = randn((2, 3, 70, 16), 4)
-    runs = [gradients({"rel_k": rel_k}, ["rel_k"], (q, k, v, rel_k), "fused", grad_out) for _ in range(2)]
-    for a, b in zip(*runs):
-        assert torch.equal(a, b)
+    kwargs = {"rel_k": rel_k, "xl_u": xl_u, "alibi_slopes": leaf(randn((3,), 6).abs())}
+    names, tables = differentiated(kwargs)
+    threads = torch.get_num_threads()
+    runs = []
+    try:
+        for n in [1, 2, 2]:
+            torch.set_num_threads(n)
+            runs.append(gradients(kwargs, names, (q, k, v, *tables), "fused", grad_out))
+    finally:
+        torch.set_num_threads(threads)
+    for one, two, again in zip(*runs):
+        assert torch.equal(one, two) and torch.equal(two, again)
 
 
 def test_fused_backward_refuses_create_graph_and_its_weights_carry_no_gradient():

@@ -14,13 +14,14 @@
 // Masked pairs have p = 0 and get no gradient; rows with every key masked
 // (lse = +inf) give zeros, as the composed path.
 //
-// Work: one (b, h) per task, parallel with OpenMP (static schedule). dq, dk
-// and dv of a (b, h) are owned by one thread and summed in a fixed order; the
-// table gradients, shared across b (and h for shared tables), are summed per
-// thread and then over the threads in order. Results are deterministic for a
-// given thread count. Extra memory per thread: O((Tq + Tk) * (Dh + Dv)) for
-// the packed keys, values and relative bands, plus the per-thread table
-// gradients (O((Tq + Tk) * Dh) with relative tables).
+// Work: one head per task (its batches in order), parallel with OpenMP
+// (dynamic schedule: a thread that loses its core to another process takes
+// fewer heads). dq, dk, dv and the head's table gradients are each summed in
+// one fixed order; tables shared by the heads get the heads' sums in head
+// order. Results are deterministic and do not depend on the thread count.
+// Extra memory per thread: O((Tq + Tk) * (Dh + Dv)) for the packed keys,
+// values and relative bands; per head, the table gradients (O((Tq + Tk) * Dh)
+// with relative tables).
 #pragma once
 
 #include <cstdint>
