@@ -24,6 +24,7 @@
 #include "check.h"
 #include "strided_tensor.h"
 #include "posenc/kernels/attention.h"
+#include "posenc/kernels/attention_backward.h"
 
 namespace posenc::kernels {
 namespace {
@@ -554,6 +555,30 @@ TEST(AttentionErrors, Shapes) {
     s.k.data = nullptr;
     expect_error([&] { s.call(); }, "[attention] k must have data for its (1, 8, 16, 64) elements, got null");
   }
+}
+
+TEST(AttentionErrors, Backward) {
+  ErrorSetup s;
+  std::vector<float> lse(8 * 16, 0.0f), grad(1 << 16, 0.0f);
+  const BatchedMatrix<const float> out = contiguous_matrix<const float>(s.data.data(), 1, 8, 16, 64);
+  BatchedMatrix<const float> grad_out = out;
+  AttentionGradients<float> g;
+  const float* logsumexp = lse.data();
+  const auto call = [&] { attention_backward<float>(s.params, s.q, s.k, s.v, s.terms, out, logsumexp, grad_out, g); };
+  grad_out = contiguous_matrix<const float>(s.data.data(), 1, 8, 15, 64);
+  expect_error(call, "[attention] grad_out must be (B, H, Tq, Dv) = (1, 8, 16, 64), got (1, 8, 15, 64)");
+  grad_out = out;
+  g.q = contiguous_matrix(grad.data(), 1, 8, 16, 32);
+  expect_error(call, "[attention] the gradient of q must be (1, 8, 16, 64), got (1, 8, 16, 32)");
+  g.q = {};
+  g.rel_k = grad.data();
+  expect_error(call, "[attention] the gradient of rel_k needs the rel_k term, got none");
+  g.rel_k = nullptr;
+  logsumexp = nullptr;
+  expect_error(call, "[attention] logsumexp must be the forward's (B, H, Tq) rows, got null");
+  logsumexp = lse.data();
+  grad_out.data = nullptr;
+  expect_error(call, "[attention] grad_out must have data for its (1, 8, 16, 64) elements, got null");
 }
 
 TEST(AttentionErrors, Params) {
