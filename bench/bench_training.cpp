@@ -1,9 +1,11 @@
 // Training throughput (issue 14, §4): tokens/s of one training step
-// (forward, backward, AdamW step) of the model `posenc train` trains
+// (forward, backward, AdamW step) as `posenc train` takes it
 // (posenc::nn::TransformerEncoder, classification loss, fused attention
-// forward and backward) against an eager libtorch encoder of the same shape
-// and encoding written plainly below, in the same run and thread count, the
-// eager side on OpenBLAS.
+// forward and backward; with more than one thread the batch in 2 shards per
+// thread through data_parallel_gradient) against an eager libtorch encoder of
+// the same shape and encoding written plainly below, trained the plain way
+// (loss.backward(), libtorch's threads inside each op), in the same run and
+// thread count, the eager side on OpenBLAS.
 //
 // Shapes (4 layers, 4 heads, ffn 4 x dim, vocab 256, 2 classes, float32,
 // AdamW lr 1e-4):
@@ -39,6 +41,7 @@
 
 #include "attention_families.h"
 #include "bench_report.h"
+#include "posenc/nn/data_parallel.h"
 #include "posenc/nn/models.h"
 #include "posenc/nn/relative_ops.h"
 
@@ -210,11 +213,24 @@ struct Trainee {
   std::function<at::Tensor()> loss;
   std::vector<at::Tensor> parameters;
   std::unique_ptr<torch::optim::AdamW> optimizer;
+  // posenc train's step with more than one thread: the loss of rows [begin, begin + count), run on
+  // data_parallel_gradient; unset: loss().backward() with libtorch's threads inside each op.
+  std::function<at::Tensor(int64_t, int64_t)> shard_loss;
+  int64_t rows = 0;
 
   // One training step: forward, backward, AdamW.
   void step() {
     optimizer->zero_grad();
-    loss().backward();
+    const int threads = omp_get_max_threads();
+    if (shard_loss && threads > 1) {
+      posenc::nn::data_parallel_gradient(
+          [&](int64_t begin, int64_t count) {
+            return posenc::nn::ShardLoss{shard_loss(begin, count), count, 0};
+          },
+          rows, parameters, static_cast<int>(std::min<int64_t>(2 * threads, rows)), threads, 0);
+    } else {
+      loss().backward();
+    }
     optimizer->step();
   }
 };
@@ -242,10 +258,16 @@ Pair make_pair(const Shape& s, const std::string& encoding) {
   auto eager = std::make_shared<EagerEncoder>(eager_from(model, s, encoding));
   const auto batch = std::make_shared<Batch>(make_batch(s));
   const std::string name = std::string(s.name) + "/" + encoding;
-  return {&s, encoding,
-          make_trainee(name + "/ours",
-                       [model, batch]() mutable { return at::cross_entropy_loss(model->classify(batch->tokens), batch->labels); },
-                       model->parameters()),
+  auto ours = make_trainee(
+      name + "/ours",
+      [model, batch]() mutable { return at::cross_entropy_loss(model->classify(batch->tokens), batch->labels); },
+      model->parameters());
+  ours->shard_loss = [model, batch](int64_t begin, int64_t count) mutable {
+    return at::cross_entropy_loss(model->classify(batch->tokens.narrow(0, begin, count)),
+                                  batch->labels.narrow(0, begin, count));
+  };
+  ours->rows = s.batch;
+  return {&s, encoding, std::move(ours),
           make_trainee(name + "/eager",
                        [eager, batch] { return at::cross_entropy_loss(eager->classify(batch->tokens), batch->labels); },
                        eager->parameters())};

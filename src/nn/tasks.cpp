@@ -103,6 +103,11 @@ int64_t Task::min_seq_len() const noexcept {
   return 0;
 }
 
+Batch Batch::rows(int64_t begin, int64_t count) const {
+  const auto rows_of = [&](const at::Tensor& t) { return t.defined() ? t.narrow(0, begin, count) : t; };
+  return {rows_of(tokens), rows_of(key_padding_mask), rows_of(labels), rows_of(loss_mask)};
+}
+
 Batch Task::batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const {
   require(batch_size >= 1, kOp, "batch_size must be >= 1, got ", batch_size);
   require(seq_len >= min_seq_len(), kOp, "seq_len must be >= ", min_seq_len(), " for '", name(), "', got ", seq_len);

@@ -28,7 +28,7 @@
 #include "posenc/io/directory_lock.h"
 #include "posenc/kernels/build_info.h"
 #include "posenc/nn/checkpoint.h"
-#include "sharded_step.h"
+#include "posenc/nn/data_parallel.h"
 
 #ifndef POSENC_VERSION
 #define POSENC_VERSION "unknown"
@@ -577,7 +577,13 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
     optimizer.zero_grad();
     TaskScore score;
     if (workers > 1) {
-      score = detail::sharded_gradient(model, batch, parameters, shards, workers, dropout_seed(config.seed, step));
+      const ShardLoss total = data_parallel_gradient(
+          [&](int64_t begin, int64_t count) {
+            const TaskScore s = model.score(batch.rows(begin, count));
+            return ShardLoss{s.loss, s.count, s.correct};
+          },
+          config.batch, parameters, shards, workers, dropout_seed(config.seed, step));
+      score = TaskScore{total.loss, total.correct, total.count};
     } else {
       score = model.score(batch);
       score.loss.backward();

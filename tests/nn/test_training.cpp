@@ -26,8 +26,8 @@
 #include "posenc/io/directory_lock.h"
 #include "posenc/kernels/build_info.h"
 #include "posenc/nn/checkpoint.h"
+#include "posenc/nn/data_parallel.h"
 #include "posenc/nn/trainer.h"
-#include "sharded_step.h"
 #include "test_files.h"
 
 namespace posenc::nn::test {
@@ -268,7 +268,7 @@ TEST_F(TrainingTest, InterruptedAndResumedRunIsBitIdentical) {
 // The sharded gradient is the batch's gradient: each shard's mean loss
 // weighted by its count (the lookback task scores a varying number of tokens
 // per row), summed in shard order whichever thread ran the shard.
-TEST_F(TrainingTest, ShardedGradientIsTheBatchGradient) {
+TEST_F(TrainingTest, DataParallelGradientIsTheBatchGradient) {
   TrainConfig c = resolve_train_config(tiny_config());
   c.dropout = 0;
   c.batch = 7;
@@ -286,9 +286,13 @@ TEST_F(TrainingTest, ShardedGradientIsTheBatchGradient) {
   const TaskScore whole = model.score(batch);
   whole.loss.backward();
   const std::vector<at::Tensor> expected = grads();
-  const TaskScore three = detail::sharded_gradient(model, batch, params, 3, 1, 0);
+  const auto shard_loss = [&](int64_t begin, int64_t count) {
+    const TaskScore s = model.score(batch.rows(begin, count));
+    return ShardLoss{s.loss, s.count, s.correct};
+  };
+  const ShardLoss three = data_parallel_gradient(shard_loss, c.batch, params, 3, 1, 0);
   const std::vector<at::Tensor> one_worker = grads();
-  detail::sharded_gradient(model, batch, params, 3, 2, 0);
+  data_parallel_gradient(shard_loss, c.batch, params, 3, 2, 0);
   const std::vector<at::Tensor> two_workers = grads();
   EXPECT_NEAR(three.loss.item<double>(), whole.loss.item<double>(), 1e-6);
   EXPECT_EQ(three.count, whole.count);
@@ -299,6 +303,16 @@ TEST_F(TrainingTest, ShardedGradientIsTheBatchGradient) {
     EXPECT_LE((one_worker[i] - expected[i]).abs().max().item<double>(), 1e-6) << i;
     EXPECT_TRUE(one_worker[i].equal(two_workers[i])) << i;
   }
+  expect_error([&] { data_parallel_gradient(shard_loss, c.batch, params, 8, 2, 0); },
+               "[data_parallel] shards must be in 1..rows (7), got 8");
+  expect_error([&] { data_parallel_gradient(shard_loss, c.batch, params, 2, 0, 0); },
+               "[data_parallel] workers must be >= 1, got 0");
+  // A shard that throws: the error reaches the caller once every thread has stopped.
+  const auto failing = [&](int64_t begin, int64_t count) -> ShardLoss {
+    if (begin > 0) throw std::invalid_argument("shard failed");
+    return shard_loss(begin, count);
+  };
+  expect_error([&] { data_parallel_gradient(failing, c.batch, params, 3, 2, 0); }, "shard failed");
 }
 
 // Two threads: the batch in shards on their own threads (dropout from a

@@ -59,6 +59,9 @@ struct Batch {
   at::Tensor key_padding_mask;  // (B, T) bool, true = padding (encoder tasks); undefined for decoder tasks
   at::Tensor labels;            // order (B) int64 in {0, 1}; span (B, 2) start, end; decoder (B, T) next tokens
   at::Tensor loss_mask;         // decoder (B, T) bool, true where scored; undefined otherwise
+
+  // Rows [begin, begin + count) of every tensor (views).
+  Batch rows(int64_t begin, int64_t count) const;
 };
 
 // Loss (a differentiable scalar, mean over the scored items) and the count of
