@@ -221,17 +221,20 @@ struct Trainee {
   // One training step: forward, backward, AdamW.
   void step() {
     optimizer->zero_grad();
-    const int threads = omp_get_max_threads();
+    const int threads = at::get_num_threads();
     if (shard_loss && threads > 1) {
+      at::set_num_threads(1);  // as posenc train: one thread inside every op, the threads on the shards
       posenc::nn::data_parallel_gradient(
           [&](int64_t begin, int64_t count) {
             return posenc::nn::ShardLoss{shard_loss(begin, count), count, 0};
           },
           rows, parameters, static_cast<int>(std::min<int64_t>(2 * threads, rows)), threads, 0);
+      optimizer->step();
+      at::set_num_threads(threads);
     } else {
       loss().backward();
+      optimizer->step();
     }
-    optimizer->step();
   }
 };
 
