@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -191,6 +192,27 @@ std::vector<at::Tensor> family_gradients(const AttentionFamily& family) {
   if (name == "shaw") g.insert(g.end(), {in.rel_k.grad(), in.rel_v.grad()});
   if (name == "2d-relative") g.insert(g.end(), {in.grid_h.grad(), in.grid_w.grad()});
   return g;
+}
+
+bool report_family(const AttentionFamily& f, const FamilyTiming& t, double speed_target) {
+  const double len = double(f.length);
+  std::printf("  %-12s T=%4lld ours %7.1f ms (%5.1f GFLOP/s), eager %7.1f ms: %5.1fx | %5.1fx (target >= %.1fx); "
+              "peak extra memory ours %6.1f MiB, eager %6.1f MiB (H*T^2 floats = %.0f MiB)\n",
+              f.name, (long long)f.length, 1e3 * t.ours_seconds, t.gflop / t.ours_seconds, 1e3 * t.eager_seconds,
+              t.eager_seconds / t.ours_seconds, t.paired, speed_target, t.ours_bytes / 1048576.0,
+              t.eager_bytes / 1048576.0, 4.0 * kH * len * len / 1048576.0);
+  bool ok = true;
+  if (t.paired < speed_target) {
+    std::printf("BELOW TARGET: %s vs eager\n", f.name);
+    ok = false;
+  }
+  // O(T*Dh) against H*T^2: ours must stay far below the eager logits (the
+  // check is skipped when the high-water mark cannot be reset).
+  if (t.ours_bytes >= 0 && t.eager_bytes >= 0 && 4 * t.ours_bytes > t.eager_bytes) {
+    std::printf("BELOW TARGET: %s peak memory is not O(T*Dh)\n", f.name);
+    ok = false;
+  }
+  return ok;
 }
 
 void register_family_benchmarks(const char* prefix, void (*run)(at::Tensor (*)()), int repetitions) {

@@ -34,6 +34,19 @@ const std::vector<AttentionFamily>& attention_families();
 // iteration calling run(the side's function) once, timed in real time.
 void register_family_benchmarks(const char* prefix, void (*run)(at::Tensor (*)()), int repetitions);
 
+// One family's measurements in a run.
+struct FamilyTiming {
+  double ours_seconds = 0, eager_seconds = 0;  // fastest repetitions
+  double paired = 0;                           // paired median of eager / ours
+  int64_t ours_bytes = -1, eager_bytes = -1;   // peak extra memory (-1: not measurable)
+  double gflop = 0;                            // ours' napkin flops
+};
+
+// Prints the family's line (times, GFLOP/s, ratios, memory) and a BELOW
+// TARGET line for a paired ratio under speed_target or ours' memory above a
+// quarter of eager's; returns whether both hold.
+bool report_family(const AttentionFamily& family, const FamilyTiming& t, double speed_target);
+
 // (n, n) int64 key - query offsets j - i.
 at::Tensor offsets(int64_t n);
 // Hugging Face T5 _relative_position_bucket (bidirectional, 32 buckets, max distance 128) of key - query.

@@ -108,24 +108,13 @@ int main(int argc, char** argv) {
               (long long)kB, (long long)kH, (long long)kDh);
   for (const AttentionFamily& f : families()) {
     const std::string name = f.name;
-    const double ratio = posenc::bench::paired_ratio([&] { step(f.eager); }, [&] { step(f.ours); }, kRounds);
-    const int64_t mem_ours = posenc::bench::peak_extra_bytes([&] { step(f.ours); });
-    const int64_t mem_eager = posenc::bench::peak_extra_bytes([&] { step(f.eager); });
-    const double t_len = double(f.length);
-    const double gflop = 7 * 2.0 * kB * kH * t_len * t_len * kDh / 1e9;
-    std::printf("  %-12s T=%4lld ours %7.1f ms (%5.1f GFLOP/s), eager %7.1f ms: %5.1fx | %5.1fx (target >= %.1fx); "
-                "peak extra memory ours %6.1f MiB, eager %6.1f MiB (H*T^2 floats = %.0f MiB)\n",
-                f.name, (long long)f.length, 1e3 * t("ours_" + name), gflop / t("ours_" + name),
-                1e3 * t("eager_" + name), t("eager_" + name) / t("ours_" + name), ratio, kSpeedTarget,
-                mem_ours / 1048576.0, mem_eager / 1048576.0, 4.0 * kH * t_len * t_len / 1048576.0);
-    if (ratio < kSpeedTarget) {
-      std::printf("BELOW TARGET: %s forward + backward vs eager\n", f.name);
-      ok = false;
-    }
-    if (mem_ours >= 0 && mem_eager >= 0 && 4 * mem_ours > mem_eager) {
-      std::printf("BELOW TARGET: %s peak memory is not O(T*Dh)\n", f.name);
-      ok = false;
-    }
+    posenc::bench::FamilyTiming timing;
+    timing.ours_seconds = t("ours_" + name), timing.eager_seconds = t("eager_" + name);
+    timing.paired = posenc::bench::paired_ratio([&] { step(f.eager); }, [&] { step(f.ours); }, kRounds);
+    timing.ours_bytes = posenc::bench::peak_extra_bytes([&] { step(f.ours); });
+    timing.eager_bytes = posenc::bench::peak_extra_bytes([&] { step(f.eager); });
+    timing.gflop = 7 * 2.0 * kB * kH * double(f.length) * double(f.length) * kDh / 1e9;
+    ok = posenc::bench::report_family(f, timing, kSpeedTarget) && ok;
   }
   if (!ok) return 3;
   std::printf("PASS\n");
