@@ -1,4 +1,4 @@
-// Identical-word probing (Wang & Chen, EMNLP 2020): feed a trained model a
+// Identical-word probing (Wang et al., ICLR 2021): feed a trained model a
 // sequence in which every token is the same word w, so that only positions
 // tell tokens apart, and read its first layer's attention. Averaged over the
 // heads and over `words` different words, the T x T map shows what the model
