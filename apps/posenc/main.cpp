@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analyze_command.h"
+#include "posenc/kernels/build_info.h"
 #include "decimal_options.h"
 #include "demo_command.h"
 #include "plot_command.h"
@@ -83,7 +84,11 @@ std::string torch_out_of_memory(std::string_view command, std::string_view messa
 int main(int argc, char** argv) {
   CLI::App app{"posenc: positional encodings for transformers", "posenc"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "posenc " POSENC_VERSION);
+  // The version and what the kernels were compiled for (a speed figure depends on it).
+  const posenc::kernels::KernelBuild build = posenc::kernels::kernel_build();
+  app.set_version_flag("--version", std::string("posenc ") + POSENC_VERSION + ", kernels " +
+                                        (build.native ? "native (-march=native)" : "portable (-march=x86-64)") +
+                                        ": " + build.vector_isa);
   const posenc::cli::TableCommand table(app);
   const posenc::cli::DemoCommand demo(app);
   const posenc::cli::AnalyzeCommand analyze(app);

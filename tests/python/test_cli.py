@@ -403,9 +403,14 @@ def project_version():
     return text.split("project(posenc VERSION ", 1)[1].split()[0]
 
 
-def test_version():
+def test_version_names_the_build():
     r = run("--version")
-    assert (r.returncode, r.stdout, r.stderr) == (0, f"posenc {project_version()}\n", "")
+    assert (r.returncode, r.stderr) == (0, "")
+    version, kernels = r.stdout.rstrip("\n").split(", kernels ")
+    assert version == f"posenc {project_version()}"
+    build, isa = kernels.split(": ")
+    assert build in ("native (-march=native)", "portable (-march=x86-64)")
+    assert isa  # the vector instructions the kernels use, e.g. "AVX-512F AVX2 FMA" or "SSE2"
 
 
 # Positions are exact in double up to 2^53 (the kernels form angles and values from a double position);
