@@ -1,7 +1,7 @@
 // Fused attention backward (formulas in attention_backward.h).
 //
-// Per task (b, h): K and V of the head are packed once (K padded rows for
-// dQ += dS K, K^T and V^T for S = Q K^T and dP = dO V^T). Then per query tile
+// Per task a head h, for each batch b in order: K and V of (b, h) are packed
+// (K padded rows for dQ += dS K, K^T and V^T for S = Q K^T and dP = dO V^T). Then per query tile
 // of kBM rows (Q, dO, D = rowsum(dO * out) and lse packed), per key tile of
 // kBN keys:
 //   S   = scale (q + u) K^T + terms, masks;  P = exp(S - lse)
