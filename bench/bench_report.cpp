@@ -109,8 +109,9 @@ double baseline_gemm_gflops() { return measured_gemm_gflops; }
 int check_baseline_blas() {
   const nn::BlasInfo blas = nn::blas_info();
   measured_gemm_gflops = nn::gemm_gflops(0.5);
-  std::printf("baseline BLAS: %s (%s), float32 GEMM %.1f GFLOP/s\n", blas.kind.c_str(),
-              blas.library.empty() ? "not found" : blas.library.c_str(), measured_gemm_gflops);
+  std::printf("baseline BLAS: %s (%s), float32 GEMM %.1f GFLOP/s (OpenBLAS threads: %d, 0 = not OpenBLAS)\n",
+              blas.kind.c_str(), blas.library.empty() ? "not found" : blas.library.c_str(), measured_gemm_gflops,
+              nn::blas_threads());
   if (!blas.reference) return 0;
   std::printf("NO RATIO: libtorch runs on netlib's reference BLAS; install OpenBLAS (bash scripts/setup.sh) so that "
               "the eager baseline is the one a user would run\n");

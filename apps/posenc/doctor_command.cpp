@@ -32,8 +32,10 @@ void DoctorCommand::run() const {
             << omp_get_max_threads() << " OpenMP threads\n"
             << "cores       " << kernels::available_cores() << " available to this process (CPU affinity)\n"
             << "BLAS        " << blas.kind << (blas.library.empty() ? "" : ": " + blas.library) << '\n'
-            << "GEMM        " << rate << " (float32, 1024 x 1024 x 1024, " << seconds_ << " s, "
-            << at::get_num_threads() << " threads)\n";
+            << "GEMM        " << rate << " (float32, 1024 x 1024 x 1024, " << seconds_ << " s; libtorch "
+            << at::get_num_threads() << " threads"
+            << (nn::blas_threads() > 0 ? ", OpenBLAS " + std::to_string(nn::blas_threads()) + " threads" : "")
+            << ")\n";
   if (blas.reference) {
     std::cout.flush();
     std::cerr << "posenc: warning: libtorch runs on netlib's reference BLAS, 20-50x slower than OpenBLAS: no speed "

@@ -89,6 +89,18 @@ double gemm_gflops(double seconds) {
   return 2.0 * kN * kN * kN * static_cast<double>(calls) / elapsed / 1e9;
 }
 
+int blas_threads() {
+  using Getter = int (*)();
+  auto* get = reinterpret_cast<Getter>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (get == nullptr) {
+    // Hidden from RTLD_DEFAULT when libtorch was loaded RTLD_LOCAL: ask the loaded BLAS itself.
+    const std::string path = loaded_blas();
+    void* handle = path.empty() ? nullptr : ::dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (handle != nullptr) get = reinterpret_cast<Getter>(::dlsym(handle, "openblas_get_num_threads"));
+  }
+  return get != nullptr ? get() : 0;
+}
+
 std::string torch_version() { return TORCH_VERSION; }
 
 }  // namespace posenc::nn

@@ -45,6 +45,10 @@ def test_doctor_names_the_blas_the_cores_and_a_gemm_rate():
     reference = resolved == str(REFERENCE_BLAS.resolve())
     assert info["BLAS"].startswith("reference BLAS (netlib)" if reference else "OpenBLAS")
     assert float(info["GEMM"].split()[0]) > 0
+    # Both thread counts: OpenBLAS sizes its own team, which libtorch's count does not show.
+    openblas = "" if reference else r", OpenBLAS \d+ threads"
+    assert re.fullmatch(r"\d+\.\d GFLOP/s \(float32, 1024 x 1024 x 1024, 0\.2 s; libtorch \d+ threads" + openblas + r"\)",
+                        info["GEMM"]), info["GEMM"]
     assert ("reference BLAS" in r.stderr) == reference
 
 

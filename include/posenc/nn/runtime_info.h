@@ -24,6 +24,10 @@ BlasInfo blas_info();
 // thread count. Throws std::invalid_argument unless 0 < seconds <= 60.
 double gemm_gflops(double seconds);
 
+// The threads OpenBLAS uses for a call (openblas_get_num_threads), which
+// need not be libtorch's count; 0 when the BLAS is not OpenBLAS.
+int blas_threads();
+
 // "1.13.0"
 std::string torch_version();
 
