@@ -24,6 +24,7 @@ void DoctorCommand::run() const {
   const kernels::KernelBuild build = kernels::kernel_build();
   const nn::BlasInfo blas = nn::blas_info();
   const double gflops = nn::gemm_gflops(seconds_);  // validates --seconds before anything is printed
+  const int blas_threads = nn::blas_threads();       // the team OpenBLAS used for that rate
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", gflops);
   std::cout << "posenc      " << POSENC_VERSION << ", kernels " << (build.native ? "native" : "portable")
@@ -34,7 +35,7 @@ void DoctorCommand::run() const {
             << "BLAS        " << blas.kind << (blas.library.empty() ? "" : ": " + blas.library) << '\n'
             << "GEMM        " << rate << " (float32, 1024 x 1024 x 1024, " << seconds_ << " s; libtorch "
             << at::get_num_threads() << " threads"
-            << (nn::blas_threads() > 0 ? ", OpenBLAS " + std::to_string(nn::blas_threads()) + " threads" : "")
+            << (blas_threads > 0 ? ", OpenBLAS " + std::to_string(blas_threads) + " threads" : "")
             << ")\n";
   if (blas.reference) {
     std::cout.flush();

@@ -37,6 +37,17 @@ decltype(auto) translate_errors(Body&& body) {
 // An optional tensor argument that was passed (not None, not undefined).
 inline bool given(const c10::optional<at::Tensor>& t) noexcept { return t.has_value() && t->defined(); }
 
+// The tensor of an optional argument, or an undefined tensor.
+inline at::Tensor value_of(const c10::optional<at::Tensor>& t) { return given(t) ? *t : at::Tensor(); }
+
+// t (B, H, rows, cols) in `compute` with unit column stride, as the kernels'
+// BatchedMatrix wants: a view when it already is one, else a copy (a stride-0
+// column, an expanded gradient, is copied).
+inline at::Tensor kernel_view(const at::Tensor& t, at::ScalarType compute) {
+  const at::Tensor c = t.to(compute);
+  return c.stride(3) == 1 || c.size(3) <= 1 ? c : c.contiguous();
+}
+
 inline std::string_view to_std(c10::string_view s) noexcept { return {s.data(), s.size()}; }
 
 // The dtype's Python name (torch.float32 -> "float32"), as messages write it.

@@ -25,7 +25,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-at::Tensor value_of(const c10::optional<at::Tensor>& t) { return detail::given(t) ? *t : at::Tensor(); }
+using detail::value_of;
 
 // The differentiable inputs, in GradSlot order.
 constexpr int kTensorArgs = detail::kSlots;
@@ -45,9 +45,10 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
     const at::Tensor content_shift = value_of(content_shift_arg), relative_shift = value_of(relative_shift_arg);
     const at::Tensor grid_h = value_of(grid_h_arg), grid_w = value_of(grid_w_arg);
     const at::Tensor key_padding_mask = value_of(key_padding_mask_arg);
-    const AttentionTerms terms = terms_of(offset_bias, grid_bias, bias, rel_k, rel_v, max_distance, content_shift,
-                                          relative_shift, grid_h, grid_w, grid_height, grid_width);
-    const AttentionCall call = call_of(causal, key_padding_mask, scale);
+    const AttentionTerms terms = detail::fused_terms(offset_bias, grid_bias, bias, rel_k, rel_v, max_distance,
+                                                     content_shift, relative_shift, grid_h, grid_w, grid_height,
+                                                     grid_width);
+    const AttentionCall call = detail::fused_call(causal, key_padding_mask, scale, return_weights);
     detail::check_attention(q, k, v, terms, call);
     const detail::FusedForward f =
         detail::fused_forward(detail::fused_inputs(q, k, v, terms, call), return_weights, /*logsumexp=*/true);
@@ -67,11 +68,11 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
     TORCH_CHECK_VALUE(!at::GradMode::is_enabled(), "[attention] the fused backward has no backward of its own "
                                                    "(create_graph); use path='composed' for higher derivatives");
     const variable_list s = ctx->get_saved_variables();
-    const AttentionTerms terms =
-        terms_of(s[3], s[4], s[5], s[6], s[7], ctx->saved_data["max_distance"].toInt(), s[8], s[9], s[10], s[11],
-                 ctx->saved_data["grid_height"].toInt(), ctx->saved_data["grid_width"].toInt());
-    const AttentionCall call =
-        call_of(ctx->saved_data["causal"].toBool(), s[12], ctx->saved_data["scale"].toDouble());
+    const AttentionTerms terms = detail::fused_terms(
+        s[3], s[4], s[5], s[6], s[7], ctx->saved_data["max_distance"].toInt(), s[8], s[9], s[10], s[11],
+        ctx->saved_data["grid_height"].toInt(), ctx->saved_data["grid_width"].toInt());
+    const AttentionCall call = detail::fused_call(ctx->saved_data["causal"].toBool(), s[12],
+                                                  ctx->saved_data["scale"].toDouble(), /*return_weights=*/false);
     // needs_input_grad counts the given tensors only.
     std::array<bool, detail::kSlots> needs{};
     for (int i = 0, edge = 0; i < kTensorArgs; ++i) {
@@ -86,27 +87,6 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
     return result;
   }
 
- private:
-  static AttentionTerms terms_of(const at::Tensor& offset_bias, const at::Tensor& grid_bias, const at::Tensor& bias,
-                                 const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
-                                 const at::Tensor& content_shift, const at::Tensor& relative_shift,
-                                 const at::Tensor& grid_h, const at::Tensor& grid_w, int64_t grid_height,
-                                 int64_t grid_width) {
-    AttentionTerms t;
-    t.offset_bias = offset_bias, t.grid_bias = grid_bias, t.bias = bias;
-    t.rel_k = rel_k, t.rel_v = rel_v, t.max_distance = max_distance;
-    t.content_shift = content_shift, t.relative_shift = relative_shift;
-    t.grid_h = grid_h, t.grid_w = grid_w, t.grid_height = grid_height, t.grid_width = grid_width;
-    return t;
-  }
-
-  static AttentionCall call_of(bool causal, const at::Tensor& key_padding_mask, double scale) {
-    AttentionCall call;
-    call.causal = causal;
-    if (key_padding_mask.defined()) call.key_padding_mask = key_padding_mask;
-    call.scale = scale;
-    return call;
-  }
 };
 
 std::tuple<at::Tensor, at::Tensor> attention_fused_autograd(

@@ -16,8 +16,6 @@
 namespace posenc::nn {
 namespace {
 
-at::Tensor value_of(const c10::optional<at::Tensor>& t) { return detail::given(t) ? *t : at::Tensor(); }
-
 std::tuple<at::Tensor, at::Tensor> attention_fused(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& offset_bias,
     const c10::optional<at::Tensor>& grid_bias, const c10::optional<at::Tensor>& bias,
@@ -26,24 +24,11 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(
     const c10::optional<at::Tensor>& grid_h, const c10::optional<at::Tensor>& grid_w, int64_t grid_height,
     int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
     bool return_weights) {
-  AttentionTerms terms;
-  terms.offset_bias = value_of(offset_bias);
-  terms.grid_bias = value_of(grid_bias);
-  terms.bias = value_of(bias);
-  terms.rel_k = value_of(rel_k);
-  terms.rel_v = value_of(rel_v);
-  terms.max_distance = max_distance;
-  terms.content_shift = value_of(content_shift);
-  terms.relative_shift = value_of(relative_shift);
-  terms.grid_h = value_of(grid_h);
-  terms.grid_w = value_of(grid_w);
-  terms.grid_height = grid_height;
-  terms.grid_width = grid_width;
-  AttentionCall call;
-  call.causal = causal;
-  if (detail::given(key_padding_mask)) call.key_padding_mask = *key_padding_mask;
-  if (scale) call.scale = *scale;
-  call.return_weights = return_weights;
+  using detail::value_of;
+  const AttentionTerms terms = detail::fused_terms(
+      value_of(offset_bias), value_of(grid_bias), value_of(bias), value_of(rel_k), value_of(rel_v), max_distance,
+      value_of(content_shift), value_of(relative_shift), value_of(grid_h), value_of(grid_w), grid_height, grid_width);
+  const AttentionCall call = detail::fused_call(causal, value_of(key_padding_mask), scale, return_weights);
   detail::check_attention(q, k, v, terms, call);
 
   const detail::FusedForward f =

@@ -14,12 +14,6 @@
 namespace posenc::nn::detail {
 namespace {
 
-// (B, H, rows, cols) in `compute` with unit column stride.
-at::Tensor kernel_view(const at::Tensor& t, at::ScalarType compute) {
-  const at::Tensor c = t.to(compute);
-  return c.stride(3) == 1 || c.size(3) <= 1 ? c : c.contiguous();
-}
-
 template <class T>
 T* data_or_null(const at::Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;

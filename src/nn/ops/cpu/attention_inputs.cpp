@@ -12,12 +12,6 @@
 namespace posenc::nn::detail {
 namespace {
 
-// (B, H, rows, cols) in `compute` with unit column stride: a view when it already is one.
-at::Tensor kernel_view(const at::Tensor& t, at::ScalarType compute) {
-  const at::Tensor c = t.to(compute);
-  return c.stride(3) == 1 || c.size(3) <= 1 ? c : c.contiguous();
-}
-
 // A contiguous table in `compute`, or undefined.
 at::Tensor table_in(const at::Tensor& t, at::ScalarType compute) {
   return t.defined() ? t.to(compute).contiguous() : t;
@@ -44,6 +38,28 @@ const T* data_of(const at::Tensor& t) {
 }
 
 }  // namespace
+
+AttentionTerms fused_terms(const at::Tensor& offset_bias, const at::Tensor& grid_bias, const at::Tensor& bias,
+                           const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
+                           const at::Tensor& content_shift, const at::Tensor& relative_shift, const at::Tensor& grid_h,
+                           const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width) {
+  AttentionTerms t;
+  t.offset_bias = offset_bias, t.grid_bias = grid_bias, t.bias = bias;
+  t.rel_k = rel_k, t.rel_v = rel_v, t.max_distance = max_distance;
+  t.content_shift = content_shift, t.relative_shift = relative_shift;
+  t.grid_h = grid_h, t.grid_w = grid_w, t.grid_height = grid_height, t.grid_width = grid_width;
+  return t;
+}
+
+AttentionCall fused_call(bool causal, const at::Tensor& key_padding_mask, c10::optional<double> scale,
+                         bool return_weights) {
+  AttentionCall call;
+  call.causal = causal;
+  if (key_padding_mask.defined()) call.key_padding_mask = key_padding_mask;
+  if (scale) call.scale = *scale;
+  call.return_weights = return_weights;
+  return call;
+}
 
 FusedInputs fused_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms,
                          const AttentionCall& call) {

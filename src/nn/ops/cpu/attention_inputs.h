@@ -36,6 +36,15 @@ struct FusedInputs {
   kernels::AttentionTerms<T> terms() const;
 };
 
+// The fused op's arguments (posenc::attention_fused's schema; undefined
+// tensors for absent terms) as AttentionTerms and AttentionCall.
+AttentionTerms fused_terms(const at::Tensor& offset_bias, const at::Tensor& grid_bias, const at::Tensor& bias,
+                           const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
+                           const at::Tensor& content_shift, const at::Tensor& relative_shift, const at::Tensor& grid_h,
+                           const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width);
+AttentionCall fused_call(bool causal, const at::Tensor& key_padding_mask, c10::optional<double> scale,
+                         bool return_weights);
+
 // Converts and lays out; the arguments must have passed check_attention.
 FusedInputs fused_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms,
                          const AttentionCall& call);

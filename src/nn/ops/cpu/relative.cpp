@@ -27,6 +27,7 @@ using detail::dtype_name;
 
 using kernels::BatchedMatrix;
 using kernels::RelativeTable;
+using detail::kernel_view;
 using detail::tuple_of;
 
 // A floating (B, H, rows, cols) tensor on the CPU; `shape` spells its dimensions.
@@ -48,13 +49,6 @@ void check_table(const char* op, const at::Tensor& table, const char* like_name,
   TORCH_CHECK_VALUE(table.dim() == 2 || table.dim() == 3, "[", op,
                     "] table must be 2-D [2k+1, Dh] or 3-D [H, 2k+1, Dh], got ", table.dim(), "-D");
   check_like(op, "table", table, like_name, like);
-}
-
-// t (B, H, rows, cols) in `compute` with unit column stride: a view when it
-// already is one, else a copy. A stride-0 column (an expanded gradient) is copied.
-at::Tensor kernel_view(const at::Tensor& t, at::ScalarType compute) {
-  const at::Tensor c = t.to(compute);
-  return c.stride(3) == 1 || c.size(3) <= 1 ? c : c.contiguous();
 }
 
 template <class T>
