@@ -59,7 +59,7 @@ void forward(at::Tensor (*fn)()) { benchmark::DoNotOptimize(fn().data_ptr()); }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   at::set_num_threads(omp_get_max_threads());
   std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
   if (const int refused = posenc::bench::check_baseline_blas()) return refused;
@@ -106,4 +106,6 @@ int main(int argc, char** argv) {
   if (!ok) return 3;
   std::printf("PASS\n");
   return 0;
+} catch (const std::exception& e) {
+  return posenc::bench::report_error(e);
 }

@@ -56,7 +56,20 @@ double seconds_of(const std::map<std::string, double>& times, const std::string&
   for (const auto& [name, seconds] : times) {
     if (name.rfind(prefix, 0) == 0) return seconds;
   }
-  throw std::runtime_error("benchmark " + prefix + " did not run (filtered out?)");
+  throw std::runtime_error("benchmark " + prefix + " did not run: its ratio needs both sides measured in the same "
+                           "run; widen --benchmark_filter or leave it out");
+}
+
+bool ran(const std::map<std::string, double>& times, const std::string& prefix) {
+  for (const auto& entry : times) {
+    if (entry.first.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+int report_error(const std::exception& error) {
+  std::fprintf(stderr, "error: %s\n", error.what());
+  return 2;
 }
 
 double paired_ratio(const std::function<void()>& base, const std::function<void()>& test, int rounds) {

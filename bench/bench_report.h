@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <string>
@@ -13,8 +14,15 @@ namespace posenc::bench {
 // repetition when a benchmark is repeated.
 std::map<std::string, double> run_benchmarks(int argc, char** argv);
 
-// Time of the benchmark whose name starts with `prefix`; throws if absent.
+// Time of the benchmark whose name starts with `prefix`; throws if absent
+// (a --benchmark_filter left out one side of a ratio).
 double seconds_of(const std::map<std::string, double>& times, const std::string& prefix);
+// Whether a benchmark whose name starts with `prefix` ran.
+bool ran(const std::map<std::string, double>& times, const std::string& prefix);
+
+// main's catch: prints "error: <what>" on stderr and returns 2 (bad usage),
+// so that a benchmark asked for something it cannot do never aborts.
+int report_error(const std::exception& error);
 
 // Median over `rounds` of seconds(base) / seconds(test), the two timed back
 // to back in alternating order: on a shared machine whose bandwidth drifts

@@ -107,7 +107,7 @@ BENCHMARK(BM_write_roofline)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   // Same thread count for both sides: the comparison is of code, not cores.
   at::set_num_threads(omp_get_max_threads());
   std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
@@ -148,4 +148,6 @@ int main(int argc, char** argv) {
   }
   std::printf("PASS\n");
   return 0;
+} catch (const std::exception& e) {
+  return posenc::bench::report_error(e);
 }

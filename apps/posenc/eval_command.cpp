@@ -7,6 +7,12 @@
 #include "posenc/nn/trainer.h"
 
 namespace posenc::cli {
+namespace {
+
+// Evaluations estimated to take longer are refused unless --max-time or --force allows them.
+constexpr double kDefaultMaxSeconds = 3600;
+
+}  // namespace
 
 EvalCommand::EvalCommand(CLI::App& parent) {
   app_ = parent.add_subcommand("eval", "Evaluate a trained model at several sequence lengths");
@@ -18,10 +24,21 @@ EvalCommand::EvalCommand(CLI::App& parent) {
   app_->add_option("--lengths", lengths_, "Sequence lengths, comma separated, e.g. 64,128,256")->delimiter(',');
   app_->add_option("--batches", batches_, "Batches per length (of the training batch size)")->capture_default_str();
   app_->add_flag("--json", json_, "Print one JSON object instead of a table");
+  resources_.add(*app_);
+  resources_.add_time_bound(*app_, kDefaultMaxSeconds);
 }
 
 int EvalCommand::run() const {
-  const nn::EvalReport report = nn::evaluate(checkpoint_, lengths_, batches_);
+  ProgressLine progress("eval");
+  nn::EvalCallbacks callbacks;
+  callbacks.before = [this](const nn::EvalCost& cost) {
+    resources_.check("eval", cost.bytes, cost.multiply_adds, cost.largest, kModelRate);
+  };
+  callbacks.progress = [&progress](int64_t seq_len, double done) {
+    progress.update("seq_len " + std::to_string(seq_len), done);
+  };
+  const nn::EvalReport report = nn::evaluate(checkpoint_, lengths_, batches_, callbacks);
+  progress.finish();
   for (const std::string& w : report.warnings) std::cerr << "posenc: warning: " << w << '\n';
   const nn::TrainConfig& c = report.config;
   const nn::Task task = nn::Task::parse(c.task, c.task_options);

@@ -2,13 +2,18 @@
 // loss and accuracy of a trained model at several sequence lengths (length
 // extrapolation). A length that cannot be evaluated (a learned table too
 // short, say) is reported in its row and on stderr; the others still run, and
-// the exit status is then 1.
+// the exit status is then 1. The work is estimated from the run's config
+// before the first batch and refused, naming the estimate and the option that
+// allows it, beyond --max-memory / --max-time (default 1 h); on a terminal a
+// progress line shows the length being evaluated and the time left.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "source_options.h"
 
 namespace posenc::cli {
 
@@ -27,6 +32,7 @@ class EvalCommand {
   std::vector<int64_t> lengths_;
   int64_t batches_ = 8;
   bool json_ = false;
+  ResourceOptions resources_;
 };
 
 }  // namespace posenc::cli

@@ -45,19 +45,44 @@ void ResourceOptions::add(CLI::App& app) {
   max_memory_opt_ = app.add_option("--max-memory", max_memory_,
                                    "Refuse work estimated to need more memory than this, e.g. 16G (default: the "
                                    "memory available now, MemAvailable)");
-  app.add_flag("--force", force_, "Run even when the memory estimate exceeds the limit");
+  app.add_flag("--force", force_, "Run even when an estimate (memory, time) exceeds its limit");
 }
 
-void ResourceOptions::check(std::string_view op, double bytes, double multiply_adds, std::string_view what) const {
+void ResourceOptions::add_time_bound(CLI::App& app, double default_seconds) {
+  default_max_seconds_ = default_seconds;
+  max_time_opt_ = app.add_option("--max-time", max_time_,
+                                 "Refuse work estimated to take longer than this, e.g. 20m or 2h (default: " +
+                                     duration_text(default_seconds) + ")");
+}
+
+void ResourceOptions::check(std::string_view op, double bytes, double multiply_adds, std::string_view what,
+                            double rate) const {
   const bool given = max_memory_opt_ != nullptr && max_memory_opt_->count() > 0;
   const double limit = given ? parse_memory_size(max_memory_, op) : available_memory();
+  const double seconds = multiply_adds / rate;
+  if (default_max_seconds_ > 0 && !force_) {
+    const bool time_given = max_time_opt_ != nullptr && max_time_opt_->count() > 0;
+    const double max_seconds = time_given ? parse_duration(max_time_, op) : default_max_seconds_;
+    if (seconds > max_seconds) {
+      // The bound to pass: the estimate rounded up to whole minutes (hours above 10 hours).
+      const double minutes = std::ceil(seconds / 60);
+      const std::string allow = minutes > 600 ? std::to_string(static_cast<long long>(std::ceil(minutes / 60))) + "h"
+                                              : std::to_string(static_cast<long long>(minutes)) + "m";
+      char work[64];
+      std::snprintf(work, sizeof work, "%.1e multiply-adds at an assumed %.0e per second", multiply_adds,
+                    rate);
+      fail_runtime(op, "this needs about ", duration_text(seconds), " (", work, ") and about ", memory_text(bytes),
+                   " of memory (", what, "); the time limit is ", duration_text(max_seconds),
+                   time_given ? " (--max-time)" : "", ": pass --max-time ", allow, " to allow it, or --force");
+    }
+  }
   if (force_ || limit <= 0 || bytes <= limit) return;
   // The size to pass: the estimate rounded up to whole GiB (MiB below 1 GiB).
   const double gib = 1024.0 * 1024.0 * 1024.0;
   const std::string allow = bytes >= gib ? std::to_string(static_cast<long long>(std::ceil(bytes / gib))) + "G"
                                          : std::to_string(static_cast<long long>(std::ceil(bytes / (gib / 1024)))) + "M";
   fail_runtime(op, "this needs about ", memory_text(bytes), " of memory (", what, ") and about ",
-               duration_text(multiply_adds / kAssumedRate), "; ", memory_text(limit), " is ",
+               duration_text(seconds), "; ", memory_text(limit), " is ",
                given ? "allowed by --max-memory" : "available", ": pass --max-memory ", allow,
                " to allow it, or --force");
 }
@@ -85,6 +110,30 @@ double parse_memory_size(const std::string& text, std::string_view op) {
   }
   ok = ok && std::isfinite(value) && value > 0;
   if (!ok) fail_argument(op, "--max-memory must be a size such as 16G, 512M or 1000000 (bytes), got '", text, "'");
+  return value * unit;
+}
+
+double parse_duration(const std::string& text, std::string_view op) {
+  double value = 0;
+  std::size_t used = 0;
+  bool ok = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) != 0);
+  if (ok) {
+    try {
+      value = std::stod(text, &used);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  double unit = 1;
+  if (ok && used + 1 == text.size()) {
+    const char suffix = text.back();
+    unit = suffix == 's' ? 1 : suffix == 'm' ? 60 : suffix == 'h' ? 3600 : 0;
+    ok = unit > 0;
+  } else if (ok) {
+    ok = used == text.size();
+  }
+  ok = ok && std::isfinite(value) && value > 0;
+  if (!ok) fail_argument(op, "--max-time must be a duration such as 90s, 20m or 2h, got '", text, "'");
   return value * unit;
 }
 

@@ -40,6 +40,13 @@ class SourceOptions {
   TableOptions table_;
 };
 
+// Estimated multiply-adds per second assumed by the time estimates: posenc analyze ran at
+// 2.2-2.7e10 of them on the 2-core development machine under load (docs/analysis.md).
+constexpr double kAssumedRate = 1e10;
+// The model's multiply-adds per second (GEMMs and the fused attention) assumed by
+// `posenc eval`'s estimate: a third of what the training step reaches on 2 cores.
+constexpr double kModelRate = 3e10;
+
 // --max-memory SIZE and --force of `posenc analyze` and `posenc plot`: work
 // whose memory grows with positions^2 is estimated before it starts and
 // refused, in one line naming the estimate and these options, when it would
@@ -47,17 +54,29 @@ class SourceOptions {
 class ResourceOptions {
  public:
   void add(CLI::App& app);
+  // Also --max-time DURATION ("90s", "20m", "2h", seconds): work estimated to
+  // take longer is refused too, in one line naming both estimates.
+  void add_time_bound(CLI::App& app, double default_seconds);
   // bytes and multiply_adds: the estimate; what: its largest part, e.g.
   // "S alone: 8.0 GiB for 32768 positions". Throws
   //   "[analyze] this needs about 9.0 GiB of memory (S alone: 8.0 GiB for 32768 positions) and about 1 min 45 s;
   //    7.9 GiB is available: pass --max-memory 10G to allow it, or --force"   (one line)
-  void check(std::string_view op, double bytes, double multiply_adds, std::string_view what) const;
+  // rate: the multiply-adds per second the time estimate assumes.
+  void check(std::string_view op, double bytes, double multiply_adds, std::string_view what,
+             double rate = kAssumedRate) const;
 
  private:
   std::string max_memory_;
   CLI::Option* max_memory_opt_ = nullptr;
+  std::string max_time_;
+  CLI::Option* max_time_opt_ = nullptr;
+  double default_max_seconds_ = 0;  // 0: no time bound
   bool force_ = false;
 };
+
+// "90s", "20m", "1.5h", "600" (seconds), else
+// "[op] --max-time must be a duration such as 90s, 20m or 2h, got 'x'".
+double parse_duration(const std::string& text, std::string_view op);
 
 // "16G", "1.5G", "512M", "64K", "1000" (bytes; K, M, G, T are powers of 1024),
 // else "[op] --max-memory must be a size such as 16G, 512M or 1000000 (bytes), got 'x'".
@@ -69,9 +88,6 @@ std::string duration_text(double seconds);
 // The memory a new process can use now: MemAvailable of /proc/meminfo, else
 // sysconf's available pages; 0 when neither is known.
 double available_memory();
-// Estimated multiply-adds per second assumed by the time estimates: posenc analyze ran at
-// 2.2-2.7e10 of them on the 2-core development machine under load (docs/analysis.md).
-constexpr double kAssumedRate = 1e10;
 
 // Progress of one long command on stderr, only when stderr is a terminal:
 // "[analyze] translation delta 64 (7 of 12): 45%, about 1 min 20 s left",

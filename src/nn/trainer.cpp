@@ -704,7 +704,8 @@ TaskModel load_task_model(const fs::path& given, LoadedRun* run) {
   return model;
 }
 
-EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, int64_t batches) {
+EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, int64_t batches,
+                    const EvalCallbacks& callbacks) {
   require(batches >= 1, "eval", "batches must be >= 1, got ", batches);
   for (const int64_t length : lengths) require(length >= 1, "eval", "lengths must be >= 1, got ", length);
   EvalReport report;
@@ -717,9 +718,12 @@ EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, 
   const TrainConfig& config = report.config;
   const Task& task = model.task();
   torch::NoGradGuard no_grad;
-  const std::vector<int64_t> wanted =
-      lengths.empty() ? std::vector<int64_t>{config.seq_len, 2 * config.seq_len, 4 * config.seq_len} : lengths;
+  const std::vector<int64_t> wanted = eval_lengths(config, lengths);
+  const EvalCost total = estimate_evaluation(config, wanted, batches);
+  if (callbacks.before) callbacks.before(total);
+  double done = 0;  // multiply-adds of the batches evaluated (or skipped by an error)
   for (const int64_t length : wanted) {
+    const double per_batch = estimate_evaluation(config, {length}, 1).multiply_adds;
     EvalLength r;
     r.seq_len = length;
     double loss_sum = 0;
@@ -731,6 +735,8 @@ EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, 
         loss_sum += s.loss.item<double>() * static_cast<double>(s.count);
         correct += s.correct;
         r.count += s.count;
+        done += per_batch;
+        if (callbacks.progress) callbacks.progress(length, total.multiply_adds > 0 ? done / total.multiply_adds : 1.0);
       }
       r.loss = loss_sum / static_cast<double>(r.count);
       r.accuracy = static_cast<double>(correct) / static_cast<double>(r.count);

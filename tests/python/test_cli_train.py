@@ -12,6 +12,7 @@ one thread, so the whole file runs in well under a minute on a busy machine.
 """
 
 import json
+import math
 import os
 import pathlib
 import pty
@@ -233,6 +234,47 @@ def test_eval_names_the_learned_table_limit_and_goes_on(tmp_path):
     rows = json.loads(r.stdout)["lengths"]
     assert rows[1] == {"seq_len": 12, "error": "[learned] position 8 is outside the table of 8 rows (valid 0..7)"}
     assert rows[0]["count"] == 8 and rows[2]["count"] == 8
+
+
+def eval_multiply_adds(lengths, batches, *, dim=16, layers=1, batch=8, head=2):
+    """The encoder's napkin math, written out: per batch, each layer's projections (4 d^2) and
+    FFN (2 d 4d) per token, q.k and p.v (2 d) per (query, key) pair, and the 2-wide head."""
+    total = 0
+    for t in lengths:
+        tokens = batch * t
+        per_layer = tokens * (4 * dim * dim + 2 * dim * 4 * dim) + batch * 2 * dim * t * t
+        total += batches * (layers * per_layer + tokens * dim * head)
+    return total
+
+
+def test_eval_estimates_its_work_and_refuses_what_exceeds_the_limits(rope_run):
+    out, _ = rope_run
+    r = run("eval", "--checkpoint", out, "--lengths", "300000")
+    work = eval_multiply_adds([300000], 8)
+    seconds = work / 3e10
+    assert 3600 < seconds < 7200  # "1 h N min", refused by the default 1 h bound
+    memory = 4 * (8 * 300000 * (6 * 16 + 4 * 16) + 32 * 16 + 16 * 16 * 4 + 2 * 16 * 64 + 16 * 2) / 2**30
+    one_error_line(r, 1, f"[eval] this needs about 1 h {round(seconds / 60) - 60} min ({work:.1e} multiply-adds at an "
+                         f"assumed 3e+10 per second) and about {memory:.1f} GiB of memory (one batch of 8 sequences "
+                         f"at seq_len 300000); the time limit is 1 h 0 min: pass --max-time "
+                         f"{math.ceil(seconds / 60)}m to allow it, or --force")
+    # A hundred million batches at the default lengths: tiny batches, endless work.
+    r = run("eval", "--checkpoint", out, "--batches", "100000000")
+    assert r.returncode == 1 and r.stdout == ""
+    work = eval_multiply_adds([8, 16, 32], 100000000)
+    assert r.stderr.startswith("posenc: [eval] this needs about ")
+    assert f"({work:.1e} multiply-adds at an assumed 3e+10 per second)" in r.stderr
+    assert "(one batch of 8 sequences at seq_len 32); the time limit is 1 h 0 min" in r.stderr
+    assert r.stderr.endswith(f": pass --max-time {math.ceil(work / 3e10 / 60)}m to allow it, or --force\n")
+    # The limits are options; --force runs anyway.
+    r = run("eval", "--checkpoint", out, "--batches", "1", "--max-time", "0.00001s")
+    assert r.returncode == 1 and "the time limit is 0.0 s (--max-time): pass --max-time 1m" in r.stderr
+    r = run("eval", "--checkpoint", out, "--batches", "1", "--max-memory", "1K")
+    assert r.returncode == 1 and r.stderr.startswith("posenc: [eval] this needs about ")
+    assert "; 1.0 KiB is allowed by --max-memory: pass --max-memory 1M to allow it, or --force\n" in r.stderr
+    assert run("eval", "--checkpoint", out, "--batches", "1", "--max-time", "0.00001s", "--force").returncode == 0
+    one_error_line(run("eval", "--checkpoint", out, "--max-time", "2d"), 2,
+                   "[eval] --max-time must be a duration such as 90s, 20m or 2h, got '2d'")
 
 
 def test_eval_refuses_foreign_and_truncated_checkpoints(tmp_path, rope_run):

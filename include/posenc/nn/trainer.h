@@ -174,11 +174,35 @@ struct LoadedRun {
 // errors listed for evaluate() below.
 TaskModel load_task_model(const std::filesystem::path& dir, LoadedRun* run = nullptr);
 
+// What evaluate() will cost, from the run's config before any batch runs
+// (napkin math, float32): bytes, the peak of one batch at the longest length
+// (its widest layer's activations, the output logits, the parameters) and
+// multiply_adds, every batch at every length (projections, FFN, q.k and p.v
+// over the keys each query sees, the output head). `largest` names the
+// memory peak, e.g. "one batch of 32 sequences at seq_len 100000".
+struct EvalCost {
+  double bytes = 0;
+  double multiply_adds = 0;
+  std::string largest;
+};
+
+// The lengths evaluate() runs: `lengths`, or seq_len, 2 seq_len, 4 seq_len when empty.
+std::vector<int64_t> eval_lengths(const TrainConfig& config, const std::vector<int64_t>& lengths);
+EvalCost estimate_evaluation(const TrainConfig& config, const std::vector<int64_t>& lengths, int64_t batches);
+
+struct EvalCallbacks {
+  // After the run is loaded, before the first batch; throw to refuse the work.
+  std::function<void(const EvalCost&)> before;
+  // After every batch: the length being evaluated and the share of the estimated work done, in [0, 1].
+  std::function<void(int64_t seq_len, double done)> progress;
+};
+
 // Loads DIR/config.json and the newest valid checkpoint of DIR (or DIR itself
 // when it is a checkpoint directory), and evaluates `batches` fresh batches of
 // DataStream::kEval at each length, without gradients (the fused attention).
 // Lengths {} mean seq_len, 2 seq_len, 4 seq_len. Throws std::runtime_error
 // "[checkpoint] DIR is not a posenc run (no config.json)" and the checkpoint.h errors.
-EvalReport evaluate(const std::filesystem::path& dir, const std::vector<int64_t>& lengths, int64_t batches = 8);
+EvalReport evaluate(const std::filesystem::path& dir, const std::vector<int64_t>& lengths, int64_t batches = 8,
+                    const EvalCallbacks& callbacks = {});
 
 }  // namespace posenc::nn
