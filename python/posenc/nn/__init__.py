@@ -1,0 +1,50 @@
+"""posenc.nn: every posenc encoding as a torch.nn.Module, plus multi-head attention into which they plug.
+
+Pure Python over the posenc ops (import posenc first loads the op library; ``import posenc.nn`` works
+after or instead of it). The modules mirror the C++ ones of include/posenc/nn/ (names of parameters,
+initialisations, error messages); docs/python_modules.md documents them.
+
+    input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
+                     LearnableSinusoidalEncoding
+    query/key        RotaryEmbedding, RotaryEmbeddingAxial, MultimodalRotaryEmbedding
+    logit bias       AlibiBias, T5Bias, AlibiBias2d, T5Bias2d
+    relative vectors ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d
+    attention        MultiheadAttention
+"""
+
+import posenc  # noqa: F401  (loads the op library before the modules use torch.ops.posenc)
+
+from .absolute import (
+    LearnableSinusoidalEncoding,
+    LearnedEncoding,
+    SinusoidalEncoding,
+    SinusoidalEncoding2d,
+    SinusoidalEncoding3d,
+)
+from .attention import MultiheadAttention
+from .bias import AlibiBias, AlibiBias2d, T5Bias, T5Bias2d
+from .registry import ENCODINGS, parse_encoding
+from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
+from .rotary import MultimodalRotaryEmbedding, RotaryEmbedding, RotaryEmbeddingAxial
+
+__all__ = [
+    "ENCODINGS",
+    "AlibiBias",
+    "AlibiBias2d",
+    "LearnableSinusoidalEncoding",
+    "LearnedEncoding",
+    "MultiheadAttention",
+    "MultimodalRotaryEmbedding",
+    "Relative2d",
+    "RotaryEmbedding",
+    "RotaryEmbeddingAxial",
+    "ShawRelative",
+    "SinusoidalEncoding",
+    "SinusoidalEncoding2d",
+    "SinusoidalEncoding3d",
+    "SinusoidalRelative",
+    "T5Bias",
+    "T5Bias2d",
+    "TransformerXLRelative",
+    "parse_encoding",
+]
