@@ -18,6 +18,7 @@
 #include "analyze_command.h"
 #include "posenc/kernels/build_info.h"
 #include "decimal_options.h"
+#include "interrupt.h"
 #include "demo_command.h"
 #include "plot_command.h"
 #include "probe_command.h"
@@ -82,6 +83,7 @@ std::string torch_out_of_memory(std::string_view command, std::string_view messa
 }  // namespace
 
 int main(int argc, char** argv) {
+  posenc::cli::remove_partial_files_on_signals();
   CLI::App app{"posenc: positional encodings for transformers", "posenc"};
   app.require_subcommand(1);
   // The version and what the kernels were compiled for (a speed figure depends on it).

@@ -32,6 +32,38 @@ std::string temporary_name(const std::string& path) {
   return (target.parent_path() / name.str()).string();
 }
 
+// The temporary files being written, for remove_temporary_files() in a signal
+// handler: fixed slots (no allocation), each published by a release store of
+// `used` after its path is in place. A write beyond the slots still works; only
+// its cleanup on a signal is lost.
+struct TemporarySlot {
+  std::atomic<bool> used{false};
+  char path[4096];
+};
+constexpr int kTemporarySlots = 64;
+TemporarySlot temporary_slots[kTemporarySlots];
+std::atomic_flag slot_lock = ATOMIC_FLAG_INIT;
+
+int register_temporary(const std::string& path) noexcept {
+  if (path.size() >= sizeof(TemporarySlot::path)) return -1;
+  while (slot_lock.test_and_set(std::memory_order_acquire)) {
+  }
+  int found = -1;
+  for (int i = 0; i < kTemporarySlots && found < 0; ++i) {
+    if (!temporary_slots[i].used.load(std::memory_order_relaxed)) found = i;
+  }
+  if (found >= 0) {
+    std::memcpy(temporary_slots[found].path, path.c_str(), path.size() + 1);
+    temporary_slots[found].used.store(true, std::memory_order_release);
+  }
+  slot_lock.clear(std::memory_order_release);
+  return found;
+}
+
+void release_temporary(int slot) noexcept {
+  if (slot >= 0) temporary_slots[slot].used.store(false, std::memory_order_release);
+}
+
 // A rename is durable only once its directory is synced.
 void sync_directory_of(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
@@ -77,8 +109,14 @@ void InputFile::read_at(int64_t offset, std::span<std::byte> out) const {
 AtomicOutputFile::AtomicOutputFile(std::string_view op, const std::string& path) : op_(op), path_(path) {
   for (int attempt = 0; fd_ < 0; ++attempt) {
     temp_path_ = temporary_name(path);
+    // Registered before it exists, so that no signal finds it on disk unregistered.
+    slot_ = register_temporary(temp_path_);
     // 0666 before the umask, as for any newly created file.
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+      release_temporary(slot_);
+      slot_ = -1;
+    }
     if (fd_ < 0 && (errno != EEXIST || attempt >= 100)) {
       const int error = errno;
       const std::string dir = std::filesystem::path(path).parent_path().string();
@@ -91,6 +129,7 @@ AtomicOutputFile::~AtomicOutputFile() {
   if (committed_) return;
   if (fd_ >= 0) ::close(fd_);
   ::unlink(temp_path_.c_str());
+  release_temporary(slot_);
 }
 
 void AtomicOutputFile::fail(std::string_view what, int error) const {
@@ -114,6 +153,7 @@ void AtomicOutputFile::commit() {
   if (closed != 0) fail("close failed", errno);
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("cannot replace the file", errno);
   committed_ = true;
+  release_temporary(slot_);
   sync_directory_of(path_);
 }
 
@@ -129,6 +169,12 @@ void write_file_atomically(std::string_view op, const std::string& path, std::sp
 
 void write_file_atomically(std::string_view op, const std::string& path, std::string_view text) {
   write_file_atomically(op, path, std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+void remove_temporary_files() noexcept {
+  for (detail::TemporarySlot& slot : detail::temporary_slots) {
+    if (slot.used.load(std::memory_order_acquire)) ::unlink(slot.path);
+  }
 }
 
 std::string read_regular_file(std::string_view op, const std::string& path) {

@@ -50,6 +50,7 @@ class AtomicOutputFile {
   std::string path_;
   std::string temp_path_;
   int fd_ = -1;
+  int slot_ = -1;  // in the registry of temporary files (file.cpp), -1: none
   bool committed_ = false;
 };
 

@@ -10,6 +10,7 @@ and a diverging run that exited 0."""
 import math
 import os
 import pathlib
+import signal
 import subprocess
 import time
 
@@ -68,6 +69,33 @@ def test_a_report_never_writes_through_a_planted_link(tmp_path):
     assert victim.read_text() == "precious"
     assert (out / "report.html").is_file() and not (out / "report.html").is_symlink()
     assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]
+
+
+def test_ctrl_c_during_a_write_leaves_no_partial_file(tmp_path):
+    """SIGINT while a 256 MB table is being written: the process ends by the signal, its temporary
+    file is removed, and the target keeps its old contents (here: it never existed)."""
+    target = tmp_path / "table.npy"
+    interrupted = 0
+    for _ in range(5):
+        writer = subprocess.Popen([CLI, "table", "sinusoidal", "--positions", "500000", "--dim", "128",
+                                   "--out", str(target)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            # Wait for the temporary file (".table.npy.tmp-<pid>-...") to appear, then interrupt.
+            while writer.poll() is None and not any(p.name.startswith(".table.npy.tmp-") for p in tmp_path.iterdir()):
+                time.sleep(0.001)
+            if writer.poll() is None:
+                writer.send_signal(signal.SIGINT)
+        finally:
+            code = writer.wait(timeout=60)
+        assert [p.name for p in tmp_path.iterdir() if p.name != "table.npy"] == []
+        if code == 0:  # the write won the race: the file is complete
+            assert target.stat().st_size == 128 + 500000 * 128 * 4
+            target.unlink()
+            continue
+        assert code == -signal.SIGINT and not target.exists()
+        interrupted += 1
+        break
+    assert interrupted == 1, "the write always finished before the signal; make the table larger"
 
 
 def test_a_fifo_is_refused_at_once(tmp_path):
