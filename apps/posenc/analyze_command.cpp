@@ -30,6 +30,11 @@ void print_summary(const report::TableSource& source, const report::TableAnalysi
   out << "translation invariance  " << format("%.4f", i.translation_invariance)
       << "   (0..1; 1: proximity depends on j - i only)\n";
   out << "symmetry                " << format("%.4f", i.symmetry) << "   (-1..1; 1: S[x, x+m] = S[x, x-m])\n";
+  out << "violation rate          " << format("%.4f", i.monotonicity_violation_rate)
+      << "   (0..1; share of offset pairs m < m' with S[x, x+-m'] > S[x, x+-m]; 0.5: no trend)\n";
+  // %g: the share of a sinusoid is ~1e-30, which 1 - TI would print as 0.
+  out << "within-diagonal share   " << format("%.4g", i.within_diagonal_variance_share)
+      << "   (0..1; variance the offset does not explain, 1 - TI; 0: Toeplitz)\n";
   out << "monotone range          ";
   if (m.all_censored) {
     out << ">= " << m.range << "   (proximity still falls at the table's end in every row)\n";
@@ -98,6 +103,9 @@ void AnalyzeCommand::run() const {
     j["description"] = source.description;
     const nlohmann::ordered_json numbers = report::table_json(a);  // a named object: items() refers into it
     for (const auto& [key, value] : numbers.items()) j[key] = value;
+    // Appended: the keys before them are a stable prefix that scripts index.
+    j["monotonicity_violation_rate"] = a.properties.indicators.monotonicity_violation_rate;
+    j["within_diagonal_variance_share"] = a.properties.indicators.within_diagonal_variance_share;
     std::cout << j.dump(2) << '\n';
   } else {
     print_summary(source, a);

@@ -1,5 +1,6 @@
 // `posenc analyze SOURCE [--tensor NAME] [--proximity dot|cosine] [--window W] [--json]
-// [--max-memory SIZE] [--force]`: the indicators of Wang et al., the monotone
+// [--max-memory SIZE] [--force]`: the indicators of Wang et al. (with the
+// violation rate and the within-diagonal variance share), the monotone
 // range and the translation residual of one table, as a readable summary or
 // one JSON object; refused up front when its memory estimate exceeds the
 // limit; progress on stderr when that is a terminal.

@@ -1,11 +1,13 @@
-// `posenc probe SOURCE [--folds 5] [--seed S] [--pairs N] [--json]`: the
-// probes of Wang & Chen (EMNLP 2020) on one table: absolute (linear
+// `posenc probe SOURCE [--folds 5] [--seed S] [--pairs N] [--protocol default|pe-study] [--json]`:
+// the probes of Wang & Chen (EMNLP 2020) on one table: absolute (linear
 // regression to the position, mean absolute error) and relative (logistic
-// regression on pairs, which comes first, error rate), cross-validated.
+// regression on pairs, which comes first, error rate), cross-validated;
+// pe-study runs the relative probe as their released script does.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <string>
 
 #include "posenc/analysis/probes.h"
 #include "source_options.h"
@@ -25,6 +27,9 @@ class ProbeCommand {
   CLI::App* app_;
   SourceOptions source_;
   analysis::ProbeOptions options_;
+  int64_t pairs_ = 0;  // ProbeOptions::pairs when given: its default depends on the protocol
+  CLI::Option* pairs_opt_ = nullptr;
+  std::string protocol_ = "default";
   bool json_ = false;
 };
 

@@ -52,13 +52,21 @@ def indicators(matrix, window=None):
     (minus the mean Spearman correlation of proximity with the offset, per row
     and direction), translation_invariance in [0, 1] (the share of variance
     explained by the offset), symmetry in [-1, 1] (concordance of S[x, x+m]
-    with S[x, x-m]), and the window used.
+    with S[x, x-m]), monotonicity_violation_rate in [0, 1] (the share of
+    offset pairs m < m' in a row and direction with S[x, x+-m'] > S[x, x+-m],
+    ties counting one half: 0 when proximity falls everywhere, 0.5 for no
+    trend), within_diagonal_variance_share in [0, 1] (the share of the
+    variance lying within the diagonals, 1 - translation_invariance formed
+    directly: 0 for a Toeplitz matrix), and the window used.
     """
-    monotonicity, translation_invariance, symmetry, used = _ops.indicators(matrix, window)
+    monotonicity, translation_invariance, symmetry, violation_rate, variance_share, used = _ops.indicators(
+        matrix, window)
     return {
         "monotonicity": monotonicity,
         "translation_invariance": translation_invariance,
         "symmetry": symmetry,
+        "monotonicity_violation_rate": violation_rate,
+        "within_diagonal_variance_share": variance_share,
         "window": used,
     }
 
@@ -91,22 +99,31 @@ def translation_residual(table, deltas=None, folds=5, seed=0):
     return {"method": method, "deltas": list(used), "residuals": list(residuals), "max_residual": worst}
 
 
-def probe(table, folds=5, seed=0, pairs=4096):
+def probe(table, folds=5, seed=0, pairs=None, protocol="default"):
     """The absolute and relative probes of Wang & Chen on table [n, d].
 
     absolute_mae: mean |round(p_hat) - p| of a ridge regression from a row to
     its position, folds-fold over positions shuffled by seed; relative_error:
     held-out error rate of a logistic regression on [PE[i], PE[j]] predicting
-    i < j, over pairs drawn by seed (0.5 is chance). Returns a dict with
-    absolute_mae, relative_error, folds, seed and pairs (the pairs used).
+    i < j, over pairs drawn by seed (0.5 is chance).
+
+    protocol "default": unordered pairs in both orders (pairs None: 4096,
+    capped at n (n - 1) / 2), columns standardized, a light L2 penalty;
+    "pe-study": as Wang & Chen's released relative.py, ordered pairs of the
+    first min(n, 512) positions (pairs None: min(n, 512)), the table unscaled,
+    sklearn's default penalty (C = 1), the mean of the folds' error rates.
+    Returns a dict with absolute_mae, relative_error, folds, seed, pairs (the
+    pairs used) and protocol.
     """
-    absolute_mae, relative_error, used_folds, used_seed, used_pairs = _ops.probe(table, folds, seed, pairs)
+    absolute_mae, relative_error, used_folds, used_seed, used_pairs, used_protocol = _ops.probe(
+        table, folds, seed, pairs, protocol)
     return {
         "absolute_mae": absolute_mae,
         "relative_error": relative_error,
         "folds": used_folds,
         "seed": used_seed,
         "pairs": used_pairs,
+        "protocol": used_protocol,
     }
 
 

@@ -53,19 +53,61 @@ double spearman_with_index(const std::vector<double>& v, std::vector<int64_t>& o
   return cross / std::sqrt(spread_m * spread_v);
 }
 
+// Pairs i < j of v with v[j] > v[i] ("rises") and with v[j] == v[i] ("ties"),
+// counted by a bottom-up merge sort in O(L log L): a row of 8192 offsets has
+// 3e7 pairs. Sorts v.
+struct PairCounts {
+  int64_t rises = 0, ties = 0;
+};
+PairCounts count_rising_pairs(std::vector<double>& v, std::vector<double>& buffer) {
+  const size_t length = v.size();
+  buffer.resize(length);
+  PairCounts counts;
+  for (size_t width = 1; width < length; width *= 2) {
+    for (size_t lo = 0; lo + width < length; lo += 2 * width) {
+      const size_t mid = lo + width, hi = std::min(lo + 2 * width, length);
+      size_t i = lo, out = lo;
+      for (size_t j = mid; j < hi; ++j) {
+        // Left-run entries come from smaller offsets; those below v[j] rise to it.
+        while (i < mid && v[i] < v[j]) buffer[out++] = v[i++];
+        counts.rises += static_cast<int64_t>(i - lo);
+        buffer[out++] = v[j];
+      }
+      while (i < mid) buffer[out++] = v[i++];
+      std::copy(buffer.begin() + static_cast<std::ptrdiff_t>(lo), buffer.begin() + static_cast<std::ptrdiff_t>(hi),
+                v.begin() + static_cast<std::ptrdiff_t>(lo));
+    }
+  }
+  for (size_t start = 0; start < length;) {
+    size_t end = start + 1;
+    while (end < length && v[end] == v[start]) ++end;
+    const auto group = static_cast<int64_t>(end - start);
+    counts.ties += group * (group - 1) / 2;
+    start = end;
+  }
+  return counts;
+}
+
+struct MonotoneReadings {
+  double monotonicity = 0.0;
+  double violation_rate = 0.5;
+};
+
 // Offsets start at m = 1: S[x, x] (|PE[x]|^2, or 1 under cosine) tops its row
 // by construction, and ranking it gave every row a free "fall" (+0.05 .. +0.09
 // on i.i.d. Gaussian tables, where the ranks of m >= 1 are exchangeable).
-double monotonicity(const Matrix& s, int64_t window) {
+MonotoneReadings monotonicity(const Matrix& s, int64_t window) {
   const int64_t n = s.rows;
   // rho per (row, direction); NaN marks a sequence that does not exist (M < 2).
   std::vector<double> rho(static_cast<size_t>(2 * n), std::nan(""));
-  [[maybe_unused]] const bool threads = detail::worth_threads(8.0 * n * n);  // ~ sorting 2n rows of n
+  // 2 rises + ties per (row, direction): integers, so the pooled rate is exact.
+  std::vector<int64_t> doubled_violations(static_cast<size_t>(2 * n), 0);
+  [[maybe_unused]] const bool threads = detail::worth_threads(16.0 * n * n);  // ~ sorting 2n rows of n, twice
 #pragma omp parallel if (threads)
   {
     std::vector<double> v;
     std::vector<int64_t> order;
-    std::vector<double> rank;
+    std::vector<double> rank, buffer;
 #pragma omp for schedule(dynamic, 8)
     for (int64_t x = 0; x < n; ++x) {
       for (int64_t dir = 0; dir < 2; ++dir) {
@@ -76,22 +118,37 @@ double monotonicity(const Matrix& s, int64_t window) {
         v.resize(static_cast<size_t>(last));
         for (int64_t m = 1; m <= last; ++m) v[m - 1] = s(x, x + sign * m);
         rho[2 * x + dir] = spearman_with_index(v, order, rank);
+        const PairCounts counts = count_rising_pairs(v, buffer);  // sorts v: after rho
+        doubled_violations[2 * x + dir] = 2 * counts.rises + counts.ties;
       }
     }
   }
   double sum = 0.0;
-  int64_t count = 0;
-  for (double r : rho) {
-    if (std::isnan(r)) continue;
-    sum += r;
+  int64_t count = 0, doubled_pairs = 0, doubled_violated = 0;
+  for (int64_t k = 0; k < 2 * n; ++k) {
+    if (std::isnan(rho[k])) continue;
+    const int64_t x = k / 2;
+    const int64_t length = std::min(window, k % 2 == 0 ? n - 1 - x : x);
+    sum += rho[k];
     ++count;
+    doubled_pairs += length * (length - 1);
+    doubled_violated += doubled_violations[k];
   }
+  MonotoneReadings readings;
   // No sequence (W = 1, or n = 2): nothing to rank, no evidence of a trend.
-  return count == 0 ? 0.0 : 0.0 - sum / static_cast<double>(count);  // 0 - x: never -0
+  if (count == 0) return readings;
+  readings.monotonicity = 0.0 - sum / static_cast<double>(count);  // 0 - x: never -0
+  readings.violation_rate = static_cast<double>(doubled_violated) / static_cast<double>(doubled_pairs);
+  return readings;
 }
 
+// Sums of squares over the band B: within the diagonals, and about B's mean.
+struct BandSpread {
+  double within = 0.0, total = 0.0;
+};
+
 // Sums are shifted by a value of the group, so a constant group has exactly zero spread.
-double translation_invariance(const Matrix& m, double scale, int64_t window) {
+BandSpread band_spread(const Matrix& m, double scale, int64_t window) {
   const int64_t n = m.rows;
   auto s = [&m, scale](int64_t x, int64_t y) { return m(x, y) * scale; };
   double total_shift = s(0, 1);
@@ -119,8 +176,7 @@ double translation_invariance(const Matrix& m, double scale, int64_t window) {
     for (int64_t x = std::max<int64_t>(0, -d); x < std::min(n, n - d); ++x)
       total += (s(x, x + d) - mean) * (s(x, x + d) - mean);
   }
-  if (total == 0.0) return 1.0;  // unreachable from indicators(): it refuses a constant band
-  return std::clamp(1.0 - within / total, 0.0, 1.0);
+  return {within, total};
 }
 
 // Lin's concordance of a = S[x, x + m] and b = S[x, x - m].
@@ -190,11 +246,18 @@ Indicators indicators(const Matrix& s, std::optional<int64_t> window) {
   }
   Indicators result;
   result.window = w;
-  result.monotonicity = monotonicity(s, w);
+  const MonotoneReadings monotone = monotonicity(s, w);
+  result.monotonicity = monotone.monotonicity;
+  result.monotonicity_violation_rate = monotone.violation_rate;
   // The variances below are of S scaled by 2^-e (exact): S of a table times
   // 1e80 has values ~1e160 whose squares would overflow.
   const double scale = detail::normalising_factor(s.values);
-  result.translation_invariance = translation_invariance(s, scale, w);
+  const BandSpread spread = band_spread(s, scale, w);
+  // The share is its own quotient, not 1 - TI: 1 - (1 - 1e-20) is 0 in
+  // float64. total = 0 is unreachable here (a constant band was refused above).
+  const double share = spread.total == 0.0 ? 0.0 : std::clamp(spread.within / spread.total, 0.0, 1.0);
+  result.translation_invariance = std::clamp(1.0 - share, 0.0, 1.0);
+  result.within_diagonal_variance_share = share;
   result.symmetry = symmetry(s, scale, w);
   return result;
 }

@@ -51,7 +51,16 @@ double PairLogistic::evaluate(const std::vector<double>& theta, std::vector<doub
     r_second[pair.i] += rb;
     r_sum += rf + rb;
   }
-  const double scale = 1.0 / static_cast<double>(2 * train_.size());
+  for (const OrderedPair& sample : samples_) {
+    const double x = b + first[sample.first] + second[sample.second];
+    const LogisticTerms t = logistic_terms(x);
+    loss += t.softplus - sample.label * x;
+    const double r = t.sigmoid - sample.label;
+    r_first[sample.first] += r;
+    r_second[sample.second] += r;
+    r_sum += r;
+  }
+  const double scale = 1.0 / static_cast<double>(2 * train_.size() + samples_.size());
   grad.assign(static_cast<size_t>(size()), 0.0);
   for (int64_t p = 0; p < n_; ++p) {
     const double* zp = z_.data() + p * d_;
@@ -63,21 +72,21 @@ double PairLogistic::evaluate(const std::vector<double>& theta, std::vector<doub
   }
   double penalty = 0.0;
   for (int64_t k = 0; k < 2 * d_; ++k) {
-    grad[k] += kL2 * theta[k];
+    grad[k] += l2_ * theta[k];
     penalty += theta[k] * theta[k];
   }
   grad[2 * d_] = r_sum * scale;
-  return loss * scale + 0.5 * kL2 * penalty;
+  return loss * scale + 0.5 * l2_ * penalty;
 }
 
-std::vector<double> minimize(const PairLogistic& model) {
+std::vector<double> minimize(const PairLogistic& model, int max_iterations) {
   const auto size = static_cast<size_t>(model.size());
   std::vector<double> x(size, 0.0), grad, next(size), next_grad;
   double f = model.evaluate(x, grad);
   std::vector<std::vector<double>> s_hist, y_hist;
   std::vector<double> rho_hist;
   std::vector<double> dir(size), alpha(kMemory);
-  for (int iter = 0; iter < kMaxIterations; ++iter) {
+  for (int iter = 0; iter < max_iterations; ++iter) {
     double largest = 0.0;
     for (double g : grad) largest = std::max(largest, std::abs(g));
     if (largest <= kTolerance) break;

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <optional>
 #include <random>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "linear_algebra.h"
@@ -17,9 +20,20 @@ namespace posenc::analysis {
 namespace {
 
 constexpr double kAbsoluteRidge = 1e-8;  // lambda = kAbsoluteRidge * trace(Xc^T Xc) / D
+constexpr int64_t kDefaultPairs = 4096;
+// Wang & Chen's relative.py: x = x[:512]; pairs from np.random.permutation(512**2);
+// LogisticRegression(max_iter=1000).
+constexpr int64_t kPeStudyRows = 512;
+constexpr int kPeStudyIterations = 1000;
 
+using detail::OrderedPair;
 using detail::Pair;
 using detail::PairLogistic;
+
+void validate_protocol(ProbeProtocol protocol) {
+  require(protocol == ProbeProtocol::kDefault || protocol == ProbeProtocol::kPeStudy, "probe",
+          "protocol must be default or pe-study, got '", static_cast<int>(protocol), "'");
+}
 
 // Messages say what to change: "folds must be in [2, 1]" (a 1-row table) did not.
 void validate_folds(const Matrix& table, int64_t folds) {
@@ -34,13 +48,22 @@ void validate_folds(const Matrix& table, int64_t folds) {
 
 int64_t pair_count(int64_t n) { return n * (n - 1) / 2; }
 
-// Pairs used by the relative probe: min(pairs, n (n - 1) / 2), at least folds.
+// Pairs used by the relative probe: min(pairs, n (n - 1) / 2) (default) or
+// min(pairs, R^2), R = min(n, 512) (pe-study); at least folds.
 int64_t validate_pairs(const Matrix& table, const ProbeOptions& options) {
-  require(options.pairs >= 1, "probe", "pairs must be >= 1, got ", options.pairs);
   const int64_t n = table.rows;
-  const int64_t used = std::min(options.pairs, pair_count(n));
-  require(options.pairs >= options.folds, "probe", "pairs must be at least folds = ", options.folds, ", got ",
-          options.pairs);
+  const bool pe_study = options.protocol == ProbeProtocol::kPeStudy;
+  const int64_t rows = std::min(n, kPeStudyRows);
+  const int64_t pairs = options.pairs.value_or(pe_study ? rows : kDefaultPairs);
+  require(pairs >= 1, "probe", "pairs must be >= 1, got ", pairs);
+  require(pairs >= options.folds, "probe", "pairs must be at least folds = ", options.folds, ", got ", pairs);
+  if (pe_study) {
+    // With n >= folds (validate_folds) only folds > 512^2 can exceed R^2.
+    require(rows * rows >= options.folds, "probe", "the pe-study protocol draws from the first ", rows,
+            " positions' ", rows * rows, " ordered pairs; ", options.folds, " folds need at least ", options.folds);
+    return std::min(pairs, rows * rows);
+  }
+  const int64_t used = std::min(pairs, pair_count(n));
   // With n >= folds (validate_folds) only n = 2 has fewer pairs than folds.
   require(used >= options.folds, "probe", "the table has ", n, " positions, hence ", pair_count(n), " pair",
           pair_count(n) == 1 ? "" : "s", "; ", options.folds, " folds need at least ", options.folds,
@@ -213,35 +236,108 @@ double relative_error_unchecked(const Matrix& table, const ProbeOptions& options
   return static_cast<double>(total) / static_cast<double>(2 * used);
 }
 
+// ---- relative, pe-study protocol: Wang & Chen's relative.py ------------------
+
+// Misclassified held-out pairs of one fold, the table unscaled.
+int64_t pe_study_fold_errors(const std::vector<double>& z, int64_t rows, int64_t d, std::vector<OrderedPair> train,
+                             const std::vector<OrderedPair>& test) {
+  // sklearn's C = 1 multiplies the summed log loss: on the mean, l2 = 1 / N.
+  const double l2 = 1.0 / static_cast<double>(train.size());
+  const PairLogistic model(z, rows, d, std::move(train), l2);
+  const std::vector<double> theta = detail::minimize(model, kPeStudyIterations);
+  int64_t errors = 0;
+  for (const OrderedPair& pair : test) {
+    const bool predicted = model.logit(theta, pair.first, pair.second) > 0.0;  // sklearn: class 1 when > 0
+    errors += predicted != (pair.label == 1.0) ? 1 : 0;
+  }
+  return errors;
+}
+
+double relative_error_pe_study(const Matrix& table, const ProbeOptions& options, int64_t used) {
+  const int64_t rows = std::min(table.rows, kPeStudyRows), d = table.cols, folds = options.folds;
+  std::mt19937_64 rng(options.seed);
+  // q = i R + j over all R^2 ordered pairs, i = j included (relative.py: y1 = r // 512, y2 = r % 512).
+  const std::vector<int64_t> drawn = detail::sample_without_replacement(rows * rows, used, rng);
+  std::vector<OrderedPair> samples;
+  samples.reserve(static_cast<size_t>(used));
+  for (int64_t q : drawn) samples.push_back({q / rows, q % rows, q / rows < q % rows ? 1.0 : 0.0});
+  // cross_val_score stratifies a classifier's folds by label: label 0 first, then 1, round-robin.
+  std::vector<int64_t> fold(static_cast<size_t>(used));
+  int64_t t = 0;
+  for (double label : {0.0, 1.0})
+    for (int64_t k = 0; k < used; ++k)
+      if (samples[k].label == label) fold[k] = t++ % folds;
+  const std::vector<double> z(table.values.begin(), table.values.begin() + rows * d);  // first R rows, as they are
+  std::vector<double> rates(static_cast<size_t>(folds), 0.0);
+  detail::FirstFailure failures;
+  const double work = static_cast<double>(folds) * kPeStudyIterations * 4.0 * static_cast<double>(rows * d);
+  [[maybe_unused]] const bool threads = detail::worth_threads(work);
+#pragma omp parallel for schedule(dynamic, 1) if (threads)
+  for (int64_t f = 0; f < folds; ++f) {
+    failures.run(f, [&] {
+      std::vector<OrderedPair> train, test;
+      for (int64_t k = 0; k < used; ++k) (fold[k] == f ? test : train).push_back(samples[k]);
+      const int64_t errors = pe_study_fold_errors(z, rows, d, std::move(train), test);
+      rates[f] = static_cast<double>(errors) / static_cast<double>(test.size());
+    });
+  }
+  failures.rethrow();
+  double sum = 0.0;
+  for (double rate : rates) sum += rate;
+  return sum / static_cast<double>(folds);  // the mean of the folds' rates, as cross_val_score(...).mean()
+}
+
+// The default protocol is scale-free and runs on `scaled` (the table scaled by
+// a power of two when extreme); pe-study reads the table as it is.
+double relative_error_of(const Matrix& original, const Matrix& scaled, const ProbeOptions& options, int64_t used) {
+  if (options.protocol == ProbeProtocol::kPeStudy) return relative_error_pe_study(original, options, used);
+  return relative_error_unchecked(scaled, options, used);
+}
+
 }  // namespace
 
-// Both probes are scale-free (ridge lambda follows trace(Xc^T Xc); columns are
-// standardized), but their sums of squares are not: an extreme table is probed
-// scaled by a power of two (exact).
+// Both probes are scale-free under the default protocol (ridge lambda follows
+// trace(Xc^T Xc); columns are standardized), but their sums of squares are
+// not: an extreme table is probed scaled by a power of two (exact).
+ProbeProtocol parse_probe_protocol(std::string_view name) {
+  if (name == "default") return ProbeProtocol::kDefault;
+  if (name == "pe-study") return ProbeProtocol::kPeStudy;
+  fail_argument("probe", "protocol must be default or pe-study, got '", name, "'");
+}
+
+std::string probe_protocol_name(ProbeProtocol protocol) {
+  validate_protocol(protocol);
+  return protocol == ProbeProtocol::kPeStudy ? "pe-study" : "default";
+}
+
 double absolute_probe_mae(const Matrix& original, const ProbeOptions& options) {
+  validate_protocol(options.protocol);
   validate_folds(original, options.folds);
   const std::optional<Matrix> scaled = detail::normalised_if_extreme(original);
   return absolute_mae_unchecked(scaled ? *scaled : original, options);
 }
 
 double relative_probe_error(const Matrix& original, const ProbeOptions& options) {
+  validate_protocol(options.protocol);
   validate_folds(original, options.folds);
   const int64_t used = validate_pairs(original, options);
   const std::optional<Matrix> scaled = detail::normalised_if_extreme(original);
-  return relative_error_unchecked(scaled ? *scaled : original, options, used);
+  return relative_error_of(original, scaled ? *scaled : original, options, used);
 }
 
 ProbeResult probe(const Matrix& original, const ProbeOptions& options) {
+  validate_protocol(options.protocol);
   validate_folds(original, options.folds);
   const int64_t used = validate_pairs(original, options);
   const std::optional<Matrix> scaled = detail::normalised_if_extreme(original);
   const Matrix& table = scaled ? *scaled : original;
   ProbeResult result;
   result.absolute_mae = absolute_mae_unchecked(table, options);
-  result.relative_error = relative_error_unchecked(table, options, used);
+  result.relative_error = relative_error_of(original, table, options, used);
   result.folds = options.folds;
   result.seed = options.seed;
   result.pairs = used;
+  result.protocol = options.protocol;
   return result;
 }
 

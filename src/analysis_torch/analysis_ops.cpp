@@ -36,11 +36,13 @@ at::Tensor proximity(const at::Tensor& table, c10::string_view kind) {
   });
 }
 
-std::tuple<double, double, double, int64_t> indicators(const at::Tensor& matrix, c10::optional<int64_t> window) {
+std::tuple<double, double, double, double, double, int64_t> indicators(const at::Tensor& matrix,
+                                                                       c10::optional<int64_t> window) {
   return translate_errors([&] {
     const analysis::Indicators r = analysis::indicators(
         matrix_of("indicators", "matrix", matrix), window ? std::optional<int64_t>(*window) : std::nullopt);
-    return std::make_tuple(r.monotonicity, r.translation_invariance, r.symmetry, r.window);
+    return std::make_tuple(r.monotonicity, r.translation_invariance, r.symmetry, r.monotonicity_violation_rate,
+                           r.within_diagonal_variance_share, r.window);
   });
 }
 
@@ -65,15 +67,18 @@ std::tuple<std::string, std::vector<int64_t>, std::vector<double>, double> trans
   });
 }
 
-std::tuple<double, double, int64_t, int64_t, int64_t> probe(const at::Tensor& table, int64_t folds, int64_t seed,
-                                                            int64_t pairs) {
+std::tuple<double, double, int64_t, int64_t, int64_t, std::string> probe(const at::Tensor& table, int64_t folds,
+                                                                         int64_t seed, c10::optional<int64_t> pairs,
+                                                                         c10::string_view protocol) {
   return translate_errors([&] {
     analysis::ProbeOptions options;
+    options.protocol = analysis::parse_probe_protocol(to_std(protocol));
     options.folds = folds;
     options.seed = seed_of("probe", seed);
-    options.pairs = pairs;
+    if (pairs) options.pairs = *pairs;  // None: the protocol's default (4096, or 512 for pe-study)
     const analysis::ProbeResult r = analysis::probe(matrix_of("probe", "table", table), options);
-    return std::make_tuple(r.absolute_mae, r.relative_error, r.folds, static_cast<int64_t>(r.seed), r.pairs);
+    return std::make_tuple(r.absolute_mae, r.relative_error, r.folds, static_cast<int64_t>(r.seed), r.pairs,
+                           analysis::probe_protocol_name(r.protocol));
   });
 }
 

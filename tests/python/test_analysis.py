@@ -22,7 +22,7 @@ SIGNATURES = {
     "proximity": "(table, kind='dot')",
     "indicators": "(matrix, window=None)",
     "monotone_range": "(table, kind='dot')",
-    "probe": "(table, folds=5, seed=0, pairs=4096)",
+    "probe": "(table, folds=5, seed=0, pairs=None, protocol='default')",
     "translation_residual": "(table, deltas=None, folds=5, seed=0)",
     "identical_word_attention": "(run_dir, length=0, words=64)",
     "load_tensor": "(path, name=None)",
@@ -46,7 +46,8 @@ def toeplitz(n, f):
 
 
 def assert_indicators_close(got, expected, tol=1e-12):
-    assert set(got) == {"monotonicity", "translation_invariance", "symmetry", "window"}
+    assert set(got) == {"monotonicity", "translation_invariance", "symmetry", "monotonicity_violation_rate",
+                        "within_diagonal_variance_share", "window"}
     assert got["window"] == expected["window"]
     for key in ("monotonicity", "translation_invariance", "symmetry"):
         assert isinstance(got[key], float), key

@@ -33,7 +33,8 @@ def random_table(n, d, seed=0):
 
 def test_probe_fields_and_defaults():
     r = posenc.probe(index_table(40))
-    assert list(r) == ["absolute_mae", "relative_error", "folds", "seed", "pairs"]
+    assert list(r) == ["absolute_mae", "relative_error", "folds", "seed", "pairs", "protocol"]
+    assert r["protocol"] == "default"
     assert isinstance(r["absolute_mae"], float) and isinstance(r["relative_error"], float)
     assert (r["folds"], r["seed"], r["pairs"]) == (5, 0, 40 * 39 // 2)  # 4096 capped at n (n - 1) / 2
     r = posenc.probe(index_table(200), folds=4, seed=7, pairs=100)

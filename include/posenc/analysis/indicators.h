@@ -30,6 +30,21 @@
 //   proximity always are), -1 when a = -b with zero means; 1 when the
 //   denominator is 0 while S varies on B (then a = b: every pair mirrors) and
 //   when no pair exists (n = 2).
+// Violation-style readings of the first two (posenc's own, docs/analysis.md):
+// monotonicity_violation_rate in [0, 1]: over the same sequences v_m, m = 1 .. M
+//   (every row x, both directions, M >= 2), the share of the pairs m < m' that
+//   are inverted, v_m' > v_m (the farther offset is more similar), a tie
+//   v_m' = v_m counting one half; pooled over all M (M - 1) / 2 pairs of all
+//   sequences. 0 when proximity falls strictly with the offset everywhere, 1
+//   when it rises, 0.5 in expectation for exchangeable rows (a random table),
+//   and 0.5 when no pair exists (W = 1 or n = 2: no evidence, as
+//   monotonicity reads 0 there).
+// within_diagonal_variance_share in [0, 1]: sum over the offsets d = +-1 .. +-W
+//   of the within-diagonal sum of squares sum_x (S[x, x + d] - mean_d)^2,
+//   divided by the total sum of squares over B: the share of S's variance
+//   the offset does not explain, i.e. 1 - translation_invariance, formed as a
+//   quotient rather than a difference so that a share of 1e-20 is not rounded
+//   to 0. 0 exactly for a Toeplitz matrix, 1 when every diagonal has the same mean.
 // Scale: every indicator is scale-free, and is computed so at any scale: S
 // times 1e160 or 1e-200 gives the same numbers as S (within the rounding of the
 // scaled values themselves).
@@ -46,7 +61,9 @@ struct Indicators {
   double monotonicity = 0;
   double translation_invariance = 0;
   double symmetry = 0;
-  int64_t window = 0;  // the W used
+  double monotonicity_violation_rate = 0;     // 0: falls everywhere, 0.5: no trend
+  double within_diagonal_variance_share = 0;  // 0: Toeplitz (= 1 - translation_invariance)
+  int64_t window = 0;                         // the W used
 };
 
 // S square, n >= 2, finite, not constant on B; window in [1, n - 1]. Throws
