@@ -62,20 +62,22 @@ inline std::string shape_of(at::IntArrayRef sizes) {
   return s + (sizes.size() == 1 ? ",)" : ")");
 }
 
-// Real dtypes only: bool, integers, floating point.
+// Numbers only: integers and floating point. A bool table would be read as
+// 0 / 1 silently; the caller says so with .float().
 inline bool is_real_dtype(at::ScalarType t) noexcept {
-  return !at::isComplexType(t) && !at::isQIntType(t) && t != at::ScalarType::Undefined;
+  return !at::isComplexType(t) && !at::isQIntType(t) && t != at::ScalarType::Undefined && t != at::kBool;
 }
 
 // A 2-D real tensor (any dtype that converts exactly or by rounding to
 // float64, any strides) as a float64 matrix; values are checked later by the
 // analysis entry point (finite, non-empty, square).
 //   "[proximity] table must be 2-D, got shape (3,)"
-//   "[proximity] table must be a real tensor (bool, integer or floating point), got complex64"
+//   "[proximity] table must be a real tensor (integer or floating point; a bool one: convert it with .float()), got bool"
 inline analysis::Matrix matrix_of(std::string_view op, std::string_view what, const at::Tensor& t) {
   TORCH_CHECK_VALUE(t.defined(), "[", op, "] ", what, " must be a tensor, got None");
   TORCH_CHECK_TYPE(is_real_dtype(t.scalar_type()), "[", op, "] ", what,
-                   " must be a real tensor (bool, integer or floating point), got ", dtype_name(t.scalar_type()));
+                   " must be a real tensor (integer or floating point; a bool one: convert it with .float()), got ",
+                   dtype_name(t.scalar_type()));
   TORCH_CHECK_VALUE(t.dim() == 2, "[", op, "] ", what, " must be 2-D, got shape ", shape_of(t.sizes()));
   const at::Tensor d = t.detach().to(at::kCPU).to(at::kDouble).contiguous();
   analysis::Matrix m(d.size(0), d.size(1));

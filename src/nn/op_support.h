@@ -98,11 +98,18 @@ inline void check_float_tensor(std::string_view op, std::string_view name, const
   TORCH_CHECK_VALUE(t.device().is_cpu(), "[", op, "] ", name, " must be on the CPU, got ", t.device());
 }
 
-// Positions as a contiguous int64 CPU tensor (any integer dtype is widened).
+// Positions are signed integers: bool and uint8 (torch's old mask type, which
+// wraps at 256) are refused rather than read as positions.
+inline bool is_position_dtype(at::ScalarType t) noexcept {
+  return at::isIntegralType(t, /*includeBool=*/false) && t != at::kByte;
+}
+inline constexpr const char* kPositionDtypes = "a signed integer tensor (int64, int32, int16 or int8)";
+
+// Positions as a contiguous int64 CPU tensor (any signed integer dtype is widened).
 inline at::Tensor int64_positions(std::string_view op, const at::Tensor& positions) {
   TORCH_CHECK_VALUE(positions.defined(), "[", op, "] positions must be a tensor, got None");
-  TORCH_CHECK_TYPE(at::isIntegralType(positions.scalar_type(), /*includeBool=*/false), "[", op,
-                   "] positions must be an integer tensor (int64), got ", positions.scalar_type());
+  TORCH_CHECK_TYPE(is_position_dtype(positions.scalar_type()), "[", op, "] positions must be ", kPositionDtypes,
+                   ", got ", positions.scalar_type());
   TORCH_CHECK_VALUE(positions.device().is_cpu(), "[", op, "] positions must be on the CPU, got ",
                     positions.device());
   return positions.to(at::kLong).contiguous();

@@ -258,7 +258,8 @@ nlohmann::ordered_json probe_json(const analysis::ProbeResult& probes) {
           {"relative_error", number(probes.relative_error)},
           {"folds", probes.folds},
           {"seed", probes.seed},
-          {"pairs", probes.pairs}};
+          {"pairs", probes.pairs},
+          {"protocol", analysis::probe_protocol_name(probes.protocol)}};
 }
 
 }  // namespace posenc::report

@@ -156,8 +156,12 @@ TEST(NnOps, BadArgumentsRaiseValueErrorsWithTheKernelMessages) {
                      "[learned] position 4 is outside the table of 4 rows (valid 0..3)");
   expect_value_error([] { ops::learned(at::zeros({4}), at::arange(2, at::kLong)); },
                      "[learned] table must be 2-D [rows, dim], got shape [4]");
-  expect_error<c10::TypeError>([] { ops::sinusoidal(at::arange(3, at::kFloat), SinusoidalParams{8}); },
-                               "[sinusoidal] positions must be an integer tensor (int64), got Float");
+  expect_error<c10::TypeError>(
+      [] { ops::sinusoidal(at::arange(3, at::kFloat), SinusoidalParams{8}); },
+      "[sinusoidal] positions must be a signed integer tensor (int64, int32, int16 or int8), got Float");
+  expect_error<c10::TypeError>(
+      [] { ops::sinusoidal(at::arange(3, at::kByte), SinusoidalParams{8}); },
+      "[sinusoidal] positions must be a signed integer tensor (int64, int32, int16 or int8), got Byte");
 }
 
 }  // namespace

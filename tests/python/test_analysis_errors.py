@@ -19,11 +19,22 @@ def test_tensor_arguments_must_be_real_and_2d():
     raises(ValueError, "[proximity] table must be 2-D, got shape (3,)", posenc.proximity, torch.zeros(3))
     raises(ValueError, "[proximity] table must be 2-D, got shape (2, 3, 4)", posenc.proximity, torch.zeros(2, 3, 4))
     raises(ValueError, "[proximity] table must be 2-D, got shape ()", posenc.proximity, torch.tensor(1.0))
-    raises(TypeError, "[proximity] table must be a real tensor (bool, integer or floating point), got complex64",
-           posenc.proximity, torch.zeros(3, 2, dtype=torch.complex64))
+    real = "must be a real tensor (integer or floating point; a bool one: convert it with .float())"
+    raises(TypeError, f"[proximity] table {real}, got complex64", posenc.proximity,
+           torch.zeros(3, 2, dtype=torch.complex64))
+    # A bool table would read as 0 / 1 without anyone saying so (issue 18): refused, for every analysis.
+    flags = torch.rand(6, 4) > 0.5
+    raises(TypeError, f"[proximity] table {real}, got bool", posenc.proximity, flags)
+    raises(TypeError, f"[proximity] table {real}, got bool", posenc.monotone_range, flags)
+    raises(TypeError, f"[translation] table {real}, got bool", posenc.translation_residual, flags)
+    raises(TypeError, f"[probe] table {real}, got bool", posenc.probe, flags)
+    raises(TypeError, f"[indicators] matrix {real}, got bool", posenc.indicators, torch.eye(4, dtype=torch.bool))
+    # Integer tables are numbers (the index encoding, a binary table as 0 / 1): accepted, read exactly.
+    ints = torch.arange(24).view(6, 4) % 5
+    assert torch.equal(posenc.proximity(ints), posenc.proximity(ints.double()))
     raises(ValueError, "[indicators] matrix must be 2-D, got shape (4,)", posenc.indicators, torch.zeros(4))
-    raises(TypeError, "[indicators] matrix must be a real tensor (bool, integer or floating point), got complex128",
-           posenc.indicators, torch.zeros(3, 3, dtype=torch.complex128))
+    raises(TypeError, f"[indicators] matrix {real}, got complex128", posenc.indicators,
+           torch.zeros(3, 3, dtype=torch.complex128))
     raises(ValueError, "[probe] table must be 2-D, got shape (8,)", posenc.probe, torch.zeros(8))
     raises(ValueError, "[translation] table must be 2-D, got shape (8,)", posenc.translation_residual, torch.zeros(8))
     # monotone_range computes the proximity first.

@@ -267,9 +267,12 @@ def test_t5_bucket_accepts_any_integer_dtype(dtype):
     assert torch.equal(ours, ref.hf_relative_position_bucket(rel.long(), True, 8, 20))
 
 
-def test_t5_bucket_uint8_and_shapes():
-    rel = torch.arange(0, 256).to(torch.uint8)
-    assert torch.equal(posenc.t5_bucket(rel), ref.hf_relative_position_bucket(rel.long()))
+def test_t5_bucket_narrow_ints_and_shapes():
+    # Every signed width is widened (uint8 cannot hold a negative offset and is refused:
+    # test_attention_bias_errors.py).
+    for dtype in (torch.int8, torch.int16, torch.int32):
+        rel = torch.arange(-128, 128).to(dtype)
+        assert torch.equal(posenc.t5_bucket(rel), ref.hf_relative_position_bucket(rel.long()))
     # shape kept, non-contiguous input read through its strides
     mat = (torch.arange(8)[None, :] - torch.arange(6)[:, None]).t()
     assert not mat.is_contiguous()

@@ -60,9 +60,11 @@ CASES = [
      "[alibi_bias_2d] dtype must be one of float32, float64, bfloat16, float16, got Char"),
     # T5 buckets
     ("bucket float", lambda: posenc.t5_bucket(torch.tensor([1.0])), TypeError,
-     "[t5_bucket] relative_position must be an integer tensor (int64), got Float"),
+     "[t5_bucket] relative_position must be a signed integer tensor (int64, int32, int16 or int8), got Float"),
     ("bucket bool", lambda: posenc.t5_bucket(torch.tensor([True])), TypeError,
-     "[t5_bucket] relative_position must be an integer tensor (int64), got Bool"),
+     "[t5_bucket] relative_position must be a signed integer tensor (int64, int32, int16 or int8), got Bool"),
+    ("bucket uint8", lambda: posenc.t5_bucket(torch.tensor([3], dtype=torch.uint8)), TypeError,
+     "[t5_bucket] relative_position must be a signed integer tensor (int64, int32, int16 or int8), got Byte"),
     ("buckets 1", lambda: posenc.t5_bucket(torch.arange(3), bidirectional=False, num_buckets=1), ValueError,
      "[t5_bucket] num_buckets must be >= 2, got 1"),
     ("buckets 0", lambda: posenc.t5_bucket(torch.arange(3), num_buckets=0), ValueError,

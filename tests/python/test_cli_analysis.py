@@ -272,8 +272,9 @@ def test_probe_json():
     r = run("probe", "sinusoidal", "--positions", 128, "--dim", 32, "--seed", 7, "--json")
     assert r.returncode == 0 and r.stderr == ""
     j = json.loads(r.stdout)
-    assert list(j) == ["source", "shape", "absolute_mae", "relative_error", "folds", "seed", "pairs"]
-    assert (j["source"], j["shape"], j["folds"], j["seed"], j["pairs"]) == ("sinusoidal", [128, 32], 5, 7, 4096)
+    assert list(j) == ["source", "shape", "absolute_mae", "relative_error", "folds", "seed", "pairs", "protocol"]
+    assert (j["source"], j["shape"], j["folds"], j["seed"], j["pairs"], j["protocol"]) == \
+        ("sinusoidal", [128, 32], 5, 7, 4096, "default")
     # The sinusoid's lowest frequencies encode p almost linearly: every held-out position is recovered.
     assert j["absolute_mae"] == 0
     assert 0 <= j["relative_error"] < 0.05

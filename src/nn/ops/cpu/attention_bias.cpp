@@ -127,8 +127,8 @@ at::Tensor t5_bucket(const at::Tensor& relative_position, bool bidirectional, in
                      int64_t max_distance) {
   const at::Tensor& r = relative_position;
   TORCH_CHECK_VALUE(r.defined(), "[", kBucket, "] relative_position must be a tensor, got None");
-  TORCH_CHECK_TYPE(at::isIntegralType(r.scalar_type(), /*includeBool=*/false), "[", kBucket,
-                   "] relative_position must be an integer tensor (int64), got ", r.scalar_type());
+  TORCH_CHECK_TYPE(detail::is_position_dtype(r.scalar_type()), "[", kBucket, "] relative_position must be ",
+                   detail::kPositionDtypes, ", got ", r.scalar_type());
   TORCH_CHECK_VALUE(r.device().is_cpu(), "[", kBucket, "] relative_position must be on the CPU, got ", r.device());
   const kernels::T5BucketParams params{bidirectional, num_buckets, max_distance};
   translate_errors([&] { kernels::validate(params, kBucket); });

@@ -114,8 +114,8 @@ Tables rope_cos_sin_range(int64_t start, int64_t count, int64_t dim, double base
 // Positions or coordinates whose last dimension holds the axes, as int64.
 at::Tensor int64_coords(const char* op, std::string_view name, const at::Tensor& coords) {
   TORCH_CHECK_VALUE(coords.defined(), "[", op, "] ", name, " must be a tensor, got None");
-  TORCH_CHECK_TYPE(at::isIntegralType(coords.scalar_type(), /*includeBool=*/false), "[", op, "] ", name,
-                   " must be an integer tensor (int64), got ", coords.scalar_type());
+  TORCH_CHECK_TYPE(detail::is_position_dtype(coords.scalar_type()), "[", op, "] ", name, " must be ",
+                   detail::kPositionDtypes, ", got ", coords.scalar_type());
   TORCH_CHECK_VALUE(coords.device().is_cpu(), "[", op, "] ", name, " must be on the CPU, got ", coords.device());
   return coords.to(at::kLong);
 }
