@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analyze_command.h"
+#include "check_command.h"
 #include "posenc/kernels/build_info.h"
 #include "decimal_options.h"
 #include "interrupt.h"
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
   const posenc::cli::PlotCommand plot(app);
   const posenc::cli::ProbeCommand probe(app);
   const posenc::cli::ReportCommand report_command(app);
+  const posenc::cli::CheckCommand check(app);
 #ifdef POSENC_WITH_NN
   const posenc::cli::TrainCommand train(app);
   const posenc::cli::EvalCommand evaluate(app);
@@ -112,6 +114,7 @@ int main(int argc, char** argv) {
     if (plot.selected()) plot.run();
     if (probe.selected()) probe.run();
     if (report_command.selected()) report_command.run();
+    if (check.selected()) return check.run();
 #ifdef POSENC_WITH_NN
     if (train.selected()) return train.run();
     if (evaluate.selected()) return evaluate.run();

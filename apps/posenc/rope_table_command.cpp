@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "posenc/error.h"
+#include "posenc/hf/hf_config.h"
 #include "posenc/kernels/positions.h"
 #include "posenc/kernels/rope.h"
 #include "posenc/kernels/rope_seq_len.h"
@@ -17,9 +18,9 @@ constexpr int64_t kBatchValues = int64_t{1} << 22;
 
 void RopeTableOptions::add_to(CLI::App& table) {
   const std::string group = "RoPE scaling (kind rope; Hugging Face rope_scaling keys, see docs/rope.md)";
-  type_opt_ = table.add_option("--scaling", type_, "rope_type: default, linear, ntk, dynamic, yarn, longrope, llama3")
+  type_opt_ = table.add_option("--scaling", type_, "rope_type: default, linear, ntk, dynamic, yarn, longrope, llama3, proportional")
                   ->group(group);
-  factor_opt_ = table.add_option("--factor", factor_, "factor (linear, ntk, dynamic, yarn, longrope, llama3)")
+  factor_opt_ = table.add_option("--factor", factor_, "factor (linear, ntk, dynamic, yarn, longrope, llama3, proportional)")
                     ->group(group);
   original_max_opt_ = table.add_option("--original-max-position-embeddings", original_max_,
                                        "L0, the trained length (dynamic, yarn, longrope, llama3)")
@@ -47,19 +48,61 @@ void RopeTableOptions::add_to(CLI::App& table) {
                          ->group(group);
   low_freq_factor_opt_ = table.add_option("--low-freq-factor", low_freq_factor_, "llama3")->group(group);
   high_freq_factor_opt_ = table.add_option("--high-freq-factor", high_freq_factor_, "llama3")->group(group);
+  partial_rotary_factor_opt_ =
+      table.add_option("--partial-rotary-factor", partial_rotary_factor_,
+                       "proportional: the share of pairs that turn (the rest have frequency 0)")
+          ->group(group);
   seq_len_opt_ = table.add_option("--seq-len", seq_len_,
                                   "current length: selects the dynamic / longrope regime; "
                                   "default: max position + 1")
                      ->group(group);
+  const std::string hf_group = "Hugging Face config (kind rope; docs/hf_configs.md)";
+  hf_config_opt_ = table.add_option("--hf-config", hf_config_,
+                                    "A model's config.json: the rotary dimension, base and scaling of that model "
+                                    "(instead of --dim, --base and the scaling options)")
+                       ->group(hf_group);
+  layer_opt_ = table.add_option("--layer", layer_, "With --hf-config: the layer whose rotary to use (models whose "
+                                                   "layer types differ, e.g. Gemma 3); default 0")
+                   ->group(hf_group);
 }
 
 void RopeTableOptions::refuse_for(std::string_view op, std::string_view what) const {
   for (const CLI::Option* o :
        {type_opt_, factor_opt_, original_max_opt_, max_positions_opt_, beta_fast_opt_, beta_slow_opt_, mscale_opt_,
         mscale_all_dim_opt_, no_truncate_opt_, attention_factor_opt_, short_factor_opt_, long_factor_opt_,
-        low_freq_factor_opt_, high_freq_factor_opt_, seq_len_opt_}) {
+        low_freq_factor_opt_, high_freq_factor_opt_, partial_rotary_factor_opt_, seq_len_opt_, hf_config_opt_,
+        layer_opt_}) {
     if (o->count() > 0) fail_argument(op, o->get_name(), " does not apply to ", what);
   }
+}
+
+RopeTableOptions::Resolved RopeTableOptions::resolve(std::string_view op, const CLI::Option* dim_opt, int64_t dim,
+                                                     const CLI::Option* base_opt, double base) const {
+  if (!has_hf_config()) {
+    if (layer_opt_->count() > 0) fail_argument(op, "--layer needs --hf-config");
+    return {dim, base, scaling()};
+  }
+  for (const CLI::Option* o :
+       {type_opt_, factor_opt_, original_max_opt_, max_positions_opt_, beta_fast_opt_, beta_slow_opt_, mscale_opt_,
+        mscale_all_dim_opt_, no_truncate_opt_, attention_factor_opt_, short_factor_opt_, long_factor_opt_,
+        low_freq_factor_opt_, high_freq_factor_opt_, partial_rotary_factor_opt_}) {
+    if (o->count() > 0) fail_argument(op, o->get_name(), " conflicts with --hf-config (the config gives the scaling)");
+  }
+  if (dim_opt->count() > 0) {
+    fail_argument(op, "--dim conflicts with --hf-config (the config gives the rotary dimension)");
+  }
+  if (base_opt->count() > 0) fail_argument(op, "--base conflicts with --hf-config (the config gives rope_theta)");
+  const hf::HfScheme scheme = hf::read_hf_config_file(hf_config_);
+  const hf::HfLayerScheme& layer = scheme.for_layer(layer_);
+  if (!layer.rotary) {
+    const char* uses = layer.bias ? (layer.bias->kind == hf::HfBias::Kind::kAlibi ? "ALiBi" : "a T5 bias")
+                       : layer.absolute ? "a learned absolute table"
+                       : layer.relative ? "relative position vectors"
+                                        : "no positional encoding";
+    fail_argument(op, hf_config_, ": model_type '", scheme.model_type, "' has no rotary embedding (it uses ", uses,
+                  "): --hf-config needs a rotary model here");
+  }
+  return {layer.rotary->rotary_dim, layer.rotary->base, layer.rotary->scaling};
 }
 
 kernels::RopeScaling RopeTableOptions::scaling() const {
@@ -78,6 +121,7 @@ kernels::RopeScaling RopeTableOptions::scaling() const {
   s.long_factor = long_factor_;
   if (low_freq_factor_opt_->count() > 0) s.low_freq_factor = low_freq_factor_;
   if (high_freq_factor_opt_->count() > 0) s.high_freq_factor = high_freq_factor_;
+  if (partial_rotary_factor_opt_->count() > 0) s.partial_rotary_factor = partial_rotary_factor_;
   return s;
 }
 

@@ -1,7 +1,9 @@
 // `posenc table rope`: the RoPE cos/sin table [N, D] for positions S .. S+N-1,
 // cos(p*omega_i) in columns 0 .. D/2-1 and sin(p*omega_i) in D/2 .. D-1, both
 // times the scaling's attention factor. The scaling options carry the Hugging
-// Face rope_scaling keys; the kernels validate them (docs/rope.md).
+// Face rope_scaling keys; the kernels validate them (docs/rope.md). Or
+// --hf-config reads them, with the dimension and base, from a model's
+// config.json (posenc::hf, docs/hf_configs.md).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -30,6 +32,23 @@ class RopeTableOptions {
   // "[op] --factor does not apply to WHAT" (e.g. "kind 'k'") for the first one given.
   void refuse_for(std::string_view op, std::string_view what) const;
 
+  // --hf-config FILE [--layer I]: the rotary of a Hugging Face config.json (posenc::hf).
+  bool has_hf_config() const { return hf_config_opt_ != nullptr && hf_config_opt_->count() > 0; }
+  // The --hf-config path and --layer as given (posenc check maps any scheme, not only a rotary).
+  const std::string& hf_config_path() const { return hf_config_; }
+  int64_t layer() const { return layer_; }
+  struct Resolved {
+    int64_t dim = 0;  // the rotary dimension R: the table has R columns
+    double base = 0.0;
+    kernels::RopeScaling scaling;
+  };
+  // With --hf-config: the config's rotary of layer --layer (default 0), refusing
+  //   "[op] --factor conflicts with --hf-config (the config gives the scaling)" and likewise
+  //   --dim / --base (dim_opt / base_opt, the shared options); without: dim, base and the
+  //   scaling options as given ("[op] --layer needs --hf-config").
+  Resolved resolve(std::string_view op, const CLI::Option* dim_opt, int64_t dim, const CLI::Option* base_opt,
+                   double base) const;
+
   // The scaling as given (unset keys stay unset, so the kernel names misplaced ones).
   kernels::RopeScaling scaling() const;
   std::optional<int64_t> seq_len() const;
@@ -49,7 +68,10 @@ class RopeTableOptions {
   std::vector<double> long_factor_;
   double low_freq_factor_ = 0.0;
   double high_freq_factor_ = 0.0;
+  double partial_rotary_factor_ = 0.0;
   int64_t seq_len_ = 0;
+  std::string hf_config_;
+  int64_t layer_ = 0;
 
   CLI::Option* type_opt_ = nullptr;
   CLI::Option* factor_opt_ = nullptr;
@@ -65,7 +87,10 @@ class RopeTableOptions {
   CLI::Option* long_factor_opt_ = nullptr;
   CLI::Option* low_freq_factor_opt_ = nullptr;
   CLI::Option* high_freq_factor_opt_ = nullptr;
+  CLI::Option* partial_rotary_factor_opt_ = nullptr;
   CLI::Option* seq_len_opt_ = nullptr;
+  CLI::Option* hf_config_opt_ = nullptr;
+  CLI::Option* layer_opt_ = nullptr;
 };
 
 // [positions, dim] float32: cos then sin of each position, attention factor

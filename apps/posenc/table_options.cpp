@@ -89,7 +89,7 @@ void TableOptions::check_kind_options(const TableKind& kind, std::string_view op
   if (!kind.options.contains(TableOption::kRopeScaling)) rope_.refuse_for(op, "kind '" + std::string(kind.name) + "'");
   if (!sizes_required) return;
   for (const auto& [which, option] : shared_options()) {
-    if (option->count() == 0 && kind.required.contains(which)) {
+    if (option->count() == 0 && kind.required.contains(which) && !(which == TableOption::kDim && rope_.has_hf_config())) {
       fail_argument(op, option->get_name(), " is required for kind '", kind.name, "'");
     }
   }
@@ -158,9 +158,11 @@ Table TableOptions::float_table(const TableKind& kind) const {
   switch (kind.family) {
     case TableFamily::kAbsolute:
       return make_absolute_table(kind.name, absolute_params(kind), kernels::Positions::range(v_.start, v_.positions));
-    case TableFamily::kRope:
-      return make_rope_table(kind.name, v_.dim, v_.base, rope_.scaling(), rope_.seq_len(),
+    case TableFamily::kRope: {
+      const RopeTableOptions::Resolved r = rope_.resolve(op, dim_, v_.dim, base_, v_.base);  // --hf-config
+      return make_rope_table(kind.name, r.dim, r.base, r.scaling, rope_.seq_len(),
                              kernels::parse_precision(v_.precision, "rope"), v_.start, v_.positions);
+    }
     case TableFamily::kGrid2d:
     case TableFamily::kGrid3d:
       return make_grid_table(kind.name, kind.family == TableFamily::kGrid3d, grid_params(kind));
@@ -178,10 +180,12 @@ report::TableSource TableOptions::analysis_source(const TableKind& kind, std::st
       if (dim_->count() == 0) params.dim = is_bit_kind(kind.absolute) ? bit_width(positions) : kAnalysisDim;
       return report::absolute_source(kind.name, params, kernels::Positions::range(v_.start, positions));
     }
-    case TableFamily::kRope:
-      return report::rope_source(kind.name, dim_->count() > 0 ? v_.dim : kAnalysisDim, v_.base, rope_.scaling(),
-                                 rope_.seq_len(), kernels::parse_precision(v_.precision, "rope"), v_.start,
-                                 positions);
+    case TableFamily::kRope: {
+      const RopeTableOptions::Resolved r =
+          rope_.resolve(op, dim_, dim_->count() > 0 ? v_.dim : kAnalysisDim, base_, v_.base);  // --hf-config
+      return report::rope_source(kind.name, r.dim, r.base, r.scaling, rope_.seq_len(),
+                                 kernels::parse_precision(v_.precision, "rope"), v_.start, positions);
+    }
     case TableFamily::kGrid2d:
     case TableFamily::kGrid3d: {
       const bool three_d = kind.family == TableFamily::kGrid3d;

@@ -41,6 +41,7 @@ import operator
 import torch
 
 from ._library import load as _load
+from ._version import __version__  # noqa: F401  (CMakeLists.txt's project VERSION)
 
 _ops = _load()
 
@@ -77,6 +78,7 @@ from .analysis import (  # noqa: E402
     translation_residual,
 )
 from .tensor_files import load_tensor, load_tensors, save_tensor  # noqa: E402
+from .check import check  # noqa: E402
 
 __all__ = [
     "absolute",
@@ -89,6 +91,7 @@ __all__ = [
     "apply_rope_axial",
     "apply_xpos",
     "attention",
+    "check",
     "identical_word_attention",
     "indicators",
     "learnable_sinusoidal",

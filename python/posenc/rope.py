@@ -10,8 +10,10 @@ Conventions shared by every function here:
   "interleaved" pairs 2i with 2i + 1 (GPT-J, RoFormer); rotary_dim R (even,
   default D) leaves channels R .. D-1 untouched;
 * scaling is a Hugging Face ``rope_scaling`` dict (``rope_type`` one of
-  default, linear, ntk, dynamic, yarn, longrope, llama3, or the legacy key
-  ``type``; plus factor, original_max_position_embeddings, ...); seq_len, the
+  default, linear, ntk, dynamic, yarn, longrope, llama3, proportional, or the
+  legacy key ``type``; plus factor, original_max_position_embeddings, ...;
+  proportional, Gemma 4's, also reads partial_rotary_factor: the pairs past
+  floor(p * R / 2) get frequency 0 and stay unrotated); seq_len, the
   current length, selects the regime of dynamic and longrope and defaults to
   max position + 1 as Hugging Face does; the attention factor multiplies cos
   and sin;
@@ -50,9 +52,13 @@ def _scaling(scaling):
         return scaling
     if not isinstance(scaling, dict):
         raise TypeError(f"[rope] scaling must be a rope_scaling dict or None, got {type(scaling).__name__}")
+    kind = scaling.get("rope_type", scaling.get("type"))
     for key in scaling:
-        if key not in _SCALING_KEYS:
-            raise ValueError(f"[rope] unknown rope_scaling key '{key}'")
+        # partial_rotary_factor is a scaling key only for proportional RoPE (Gemma 4);
+        # elsewhere it sets the rotary dimension.
+        if key not in _SCALING_KEYS or (key == "partial_rotary_factor" and kind != "proportional"):
+            # An HF config key that belongs elsewhere (mrope_section, rope_theta, ...) says where.
+            raise ValueError(_ops.hf_misplaced_scaling_key(key, "rope") or f"[rope] unknown rope_scaling key '{key}'")
     return torch.classes.posenc.RopeScaling(**scaling)
 
 

@@ -34,6 +34,7 @@ enum Key : unsigned {
   kLongFactor = 1u << 10,
   kLowFreqFactor = 1u << 11,
   kHighFreqFactor = 1u << 12,
+  kPartialRotaryFactor = 1u << 13,
 };
 
 struct KeyName {
@@ -55,6 +56,7 @@ constexpr KeyName kKeys[] = {
     {kLongFactor, "long_factor"},
     {kLowFreqFactor, "low_freq_factor"},
     {kHighFreqFactor, "high_freq_factor"},
+    {kPartialRotaryFactor, "partial_rotary_factor"},
 };
 
 bool is_set(const RopeScaling& s, Key key) {
@@ -72,6 +74,7 @@ bool is_set(const RopeScaling& s, Key key) {
     case kLongFactor: return !s.long_factor.empty();
     case kLowFreqFactor: return s.low_freq_factor.has_value();
     case kHighFreqFactor: return s.high_freq_factor.has_value();
+    case kPartialRotaryFactor: return s.partial_rotary_factor.has_value();
   }
   return false;
 }
@@ -88,6 +91,7 @@ unsigned keys_used_by(RopeType type) {
     case RopeType::kLongrope:
       return kFactor | kOriginalMax | kMaxPositions | kAttentionFactor | kShortFactor | kLongFactor;
     case RopeType::kLlama3: return kFactor | kOriginalMax | kLowFreqFactor | kHighFreqFactor;
+    case RopeType::kProportional: return kFactor | kPartialRotaryFactor;
   }
   return 0;
 }
@@ -235,15 +239,31 @@ RopeFrequencies llama3(int64_t dim, Real base, const RopeScaling& s) {
   return out;
 }
 
+// Gemma 4: the first floor(p*d/2) pairs turn at base^(-2i/d) / factor (the
+// exponent over the whole head), the rest have frequency 0. Python's
+// `p * d // 2` is floor of the double product over 2, reproduced as such.
+RopeFrequencies proportional(int64_t dim, Real base, const RopeScaling& s) {
+  const double p = s.partial_rotary_factor.value_or(1.0);
+  const auto turning = static_cast<int64_t>(std::floor(p * static_cast<double>(dim) / 2.0));
+  const Real factor = s.factor.value_or(1.0);
+  RopeFrequencies out;
+  out.inv_freq.assign(static_cast<size_t>(dim / 2), 0.0);
+  for (int64_t i = 0; i < std::min(turning, dim / 2); ++i) {
+    out.inv_freq[static_cast<size_t>(i)] = static_cast<double>(default_inv_freq(i, dim, base) / factor);
+  }
+  return out;
+}
+
 }  // namespace
 
 RopeType parse_rope_type(std::string_view name, const char* op) {
   for (RopeType type : {RopeType::kDefault, RopeType::kLinear, RopeType::kNtk, RopeType::kDynamic, RopeType::kYarn,
-                        RopeType::kLongrope, RopeType::kLlama3}) {
+                        RopeType::kLongrope, RopeType::kLlama3, RopeType::kProportional}) {
     if (rope_type_name(type) == name) return type;
   }
-  fail_argument(op, "rope_type must be one of default, linear, ntk, dynamic, yarn, longrope, llama3, got '", name,
-                "'");
+  fail_argument(op,
+                "rope_type must be one of default, linear, ntk, dynamic, yarn, longrope, llama3, proportional, got '",
+                name, "'");
 }
 
 std::string_view rope_type_name(RopeType type) noexcept {
@@ -255,6 +275,7 @@ std::string_view rope_type_name(RopeType type) noexcept {
     case RopeType::kYarn: return "yarn";
     case RopeType::kLongrope: return "longrope";
     case RopeType::kLlama3: return "llama3";
+    case RopeType::kProportional: return "proportional";
   }
   return "?";
 }
@@ -297,6 +318,7 @@ void validate(const RopeScaling& s, int64_t dim, double base, const char* op) {
       require_key(s.low_freq_factor.has_value(), op, type, "low_freq_factor");
       require_key(s.high_freq_factor.has_value(), op, type, "high_freq_factor");
       break;
+    case RopeType::kProportional: break;
   }
 
   require_finite_positive(s.factor, op, "factor");
@@ -316,6 +338,10 @@ void validate(const RopeScaling& s, int64_t dim, double base, const char* op) {
             "high_freq_factor must be finite and greater than low_freq_factor (", *s.low_freq_factor, "), got ",
             *s.high_freq_factor);
   }
+  if (s.partial_rotary_factor) {
+    require(std::isfinite(*s.partial_rotary_factor) && *s.partial_rotary_factor > 0 && *s.partial_rotary_factor <= 1,
+            op, "partial_rotary_factor must be in (0, 1], got ", *s.partial_rotary_factor);
+  }
 
   // Conditions between keys and the rotary shape.
   if (type == RopeType::kNtk || type == RopeType::kDynamic) {
@@ -325,8 +351,10 @@ void validate(const RopeScaling& s, int64_t dim, double base, const char* op) {
   if (type == RopeType::kYarn) {
     const double beta_fast = s.beta_fast.value_or(32.0);
     const double beta_slow = s.beta_slow.value_or(1.0);
-    require(beta_fast > beta_slow, op, "beta_fast must be greater than beta_slow (", beta_slow, "), got ",
-            beta_fast);
+    // Equal betas are a released model's choice (HF accepts them): the ramp
+    // then has width 0, widened to 0.001 below as HF does. beta_fast < beta_slow
+    // would reverse the ramp, which HF only warns about and computes wrong.
+    require(beta_fast >= beta_slow, op, "beta_fast must be at least beta_slow (", beta_slow, "), got ", beta_fast);
     // The correction range divides by ln(base).
     require(base > 1, op, "base must be > 1 for rope_type 'yarn', got ", base);
   }
@@ -369,6 +397,7 @@ RopeFrequencies rope_frequencies(int64_t dim, double base, const RopeScaling& s,
     case RopeType::kYarn: out = yarn(dim, b, s); break;
     case RopeType::kLongrope: out = longrope(dim, b, s, seq_len); break;
     case RopeType::kLlama3: out = llama3(dim, b, s); break;
+    case RopeType::kProportional: out = proportional(dim, b, s); break;
   }
   return out;
 }

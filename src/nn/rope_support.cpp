@@ -23,7 +23,8 @@ std::vector<std::string> rope_scaling_keys() {
           "short_factor",
           "long_factor",
           "low_freq_factor",
-          "high_freq_factor"};
+          "high_freq_factor",
+          "partial_rotary_factor"};
 }
 
 kernels::RopeScaling make_rope_scaling(
@@ -33,7 +34,7 @@ kernels::RopeScaling make_rope_scaling(
     c10::optional<double> mscale, c10::optional<double> mscale_all_dim, c10::optional<bool> truncate,
     c10::optional<double> attention_factor, const c10::optional<std::vector<double>>& short_factor,
     const c10::optional<std::vector<double>>& long_factor, c10::optional<double> low_freq_factor,
-    c10::optional<double> high_freq_factor) {
+    c10::optional<double> high_freq_factor, c10::optional<double> partial_rotary_factor) {
   TORCH_CHECK_VALUE(!rope_type || !type || *rope_type == *type, "[rope] rope_scaling keys 'rope_type' ('",
                     *rope_type, "') and 'type' ('", type.value_or(""), "') disagree");
   const c10::optional<std::string>& name = rope_type ? rope_type : type;
@@ -51,6 +52,7 @@ kernels::RopeScaling make_rope_scaling(
   s.long_factor = long_factor.value_or(std::vector<double>{});
   s.low_freq_factor = std_optional(low_freq_factor);
   s.high_freq_factor = std_optional(high_freq_factor);
+  s.partial_rotary_factor = std_optional(partial_rotary_factor);
   if (name) {
     s.type = translate_errors([&] { return kernels::parse_rope_type(*name, "rope"); });
   } else {
@@ -58,9 +60,9 @@ kernels::RopeScaling make_rope_scaling(
     // by one; name the missing key instead.
     const bool any = factor || original_max_position_embeddings || max_position_embeddings || beta_fast ||
                      beta_slow || mscale || mscale_all_dim || truncate || attention_factor || short_factor ||
-                     long_factor || low_freq_factor || high_freq_factor;
+                     long_factor || low_freq_factor || high_freq_factor || partial_rotary_factor;
     TORCH_CHECK_VALUE(!any, "[rope] rope_scaling needs the key 'rope_type' (one of default, linear, ntk, dynamic, ",
-                      "yarn, longrope, llama3)");
+                      "yarn, longrope, llama3, proportional)");
   }
   return s;
 }
@@ -82,7 +84,7 @@ bool is_default(const kernels::RopeScaling& s) {
   return s.type == kernels::RopeType::kDefault && !s.factor && !s.original_max_position_embeddings &&
          !s.max_position_embeddings && !s.beta_fast && !s.beta_slow && !s.mscale && !s.mscale_all_dim &&
          !s.truncate && !s.attention_factor && s.short_factor.empty() && s.long_factor.empty() &&
-         !s.low_freq_factor && !s.high_freq_factor;
+         !s.low_freq_factor && !s.high_freq_factor && !s.partial_rotary_factor;
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ kernels::RopeScaling make_rope_scaling(
     c10::optional<double> mscale, c10::optional<double> mscale_all_dim, c10::optional<bool> truncate,
     c10::optional<double> attention_factor, const c10::optional<std::vector<double>>& short_factor,
     const c10::optional<std::vector<double>>& long_factor, c10::optional<double> low_freq_factor,
-    c10::optional<double> high_freq_factor);
+    c10::optional<double> high_freq_factor, c10::optional<double> partial_rotary_factor);
 
 // None is the default (unscaled) RoPE.
 kernels::RopeScaling scaling_of(const ScalingArg& arg);

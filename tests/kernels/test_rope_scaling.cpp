@@ -181,14 +181,14 @@ const double kBases[] = {100.0, 10000.0, 500000.0, 1000000.0};
 
 TEST(RopeScaling, TypeNamesRoundTrip) {
   for (RopeType t : {RopeType::kDefault, RopeType::kLinear, RopeType::kNtk, RopeType::kDynamic, RopeType::kYarn,
-                     RopeType::kLongrope, RopeType::kLlama3}) {
+                     RopeType::kLongrope, RopeType::kLlama3, RopeType::kProportional}) {
     EXPECT_EQ(parse_rope_type(rope_type_name(t)), t);
   }
   EXPECT_EQ(rope_type_name(RopeType::kLongrope), "longrope");
   expect_error([] { parse_rope_type("su"); },
-               "[rope] rope_type must be one of default, linear, ntk, dynamic, yarn, longrope, llama3, got 'su'");
+               "[rope] rope_type must be one of default, linear, ntk, dynamic, yarn, longrope, llama3, proportional, got 'su'");
   expect_error([] { parse_rope_type("Linear", "mrope"); },
-               "[mrope] rope_type must be one of default, linear, ntk, dynamic, yarn, longrope, llama3, got 'Linear'");
+               "[mrope] rope_type must be one of default, linear, ntk, dynamic, yarn, longrope, llama3, proportional, got 'Linear'");
 }
 
 // ---------------------------------------------------------------------------
@@ -218,6 +218,59 @@ TEST(RopeScaling, LinearMatchesReference) {
       }
     }
   }
+}
+
+// _compute_proportional_rope_parameters (Gemma 4): rope_angles = int(p * D // 2)
+// pairs at 1 / base^(arange(0, 2 * rope_angles, 2) / D), zeros after, all / factor.
+TEST(RopeScaling, ProportionalMatchesReference) {
+  for (int64_t dim : {8, 64, 256, 512}) {
+    for (double p : {0.25, 0.4, 0.5, 0.75, 1.0}) {
+      for (double factor : {1.0, 2.0, 8.0}) {
+        RopeScaling s = make(RopeType::kProportional);
+        s.partial_rotary_factor = p;
+        s.factor = factor;
+        const double base = 1e6;
+        const RopeFrequencies f = rope_frequencies(dim, base, s);
+        const auto angles = static_cast<int64_t>(std::floor(p * static_cast<double>(dim) / 2.0));
+        ASSERT_EQ(static_cast<int64_t>(f.inv_freq.size()), dim / 2);
+        std::vector<LD> ref = ref_linear(dim, base, factor);
+        ref.resize(static_cast<size_t>(angles));
+        std::vector<double> turning(f.inv_freq.begin(), f.inv_freq.begin() + angles);
+        EXPECT_LE(max_rel_diff(turning, ref), kRelTolerance) << dim << " p=" << p << " factor=" << factor;
+        for (int64_t i = angles; i < dim / 2; ++i) EXPECT_EQ(f.inv_freq[static_cast<size_t>(i)], 0.0) << i;
+        EXPECT_EQ(f.attention_factor, 1.0);
+      }
+    }
+  }
+  // Gemma 4 as released: head 512, p = 0.25 -> 64 turning pairs, the exponent over 512.
+  RopeScaling s = make(RopeType::kProportional);
+  s.partial_rotary_factor = 0.25;
+  const RopeFrequencies f = rope_frequencies(512, 1e6, s);
+  EXPECT_EQ(f.inv_freq[0], 1.0);
+  EXPECT_NE(f.inv_freq[63], 0.0);
+  EXPECT_EQ(f.inv_freq[64], 0.0);
+  // Without partial_rotary_factor it is linear scaling, bit for bit.
+  RopeScaling all = make(RopeType::kProportional);
+  all.factor = 4.0;
+  RopeScaling linear = make(RopeType::kLinear);
+  linear.factor = 4.0;
+  EXPECT_EQ(rope_frequencies(128, 1e4, all).inv_freq, rope_frequencies(128, 1e4, linear).inv_freq);
+}
+
+TEST(RopeScaling, ProportionalValidation) {
+  for (double p : {0.0, -0.5, 1.5, std::nan("")}) {
+    RopeScaling s = make(RopeType::kProportional);
+    s.partial_rotary_factor = p;
+    EXPECT_THROW(validate(s, 64, 1e4), std::invalid_argument) << p;
+  }
+  RopeScaling s = make(RopeType::kProportional);
+  s.partial_rotary_factor = 1.5;
+  expect_error([&] { validate(s, 64, 1e4); }, "[rope] partial_rotary_factor must be in (0, 1], got 1.5");
+  RopeScaling linear = make(RopeType::kLinear);
+  linear.factor = 2.0;
+  linear.partial_rotary_factor = 0.5;
+  expect_error([&] { validate(linear, 64, 1e4); },
+               "[rope] key 'partial_rotary_factor' is not used by rope_type 'linear'");
 }
 
 TEST(RopeScaling, NtkMatchesReference) {
@@ -673,10 +726,10 @@ TEST(RopeScaling, RangeErrors) {
   y.beta_slow = NAN;
   expect_error([&] { validate(y, 64, 10000.0); }, "[rope] beta_slow must be finite and > 0, got nan");
   y.beta_slow = 32.0;
-  expect_error([&] { validate(y, 64, 10000.0); }, "[rope] beta_fast must be greater than beta_slow (32), got 32");
+  EXPECT_NO_THROW(validate(y, 64, 10000.0));  // equal betas: accepted as HF does (tests/hf)
   y.beta_fast.reset();
   y.beta_slow = 40.0;  // against the default beta_fast = 32
-  expect_error([&] { validate(y, 64, 10000.0); }, "[rope] beta_fast must be greater than beta_slow (40), got 32");
+  expect_error([&] { validate(y, 64, 10000.0); }, "[rope] beta_fast must be at least beta_slow (40), got 32");
   y.beta_slow.reset();
   y.mscale = -1.0;
   expect_error([&] { validate(y, 64, 10000.0); }, "[rope] mscale must be finite and >= 0, got -1");

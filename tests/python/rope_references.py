@@ -104,6 +104,13 @@ def hf_llama3(dim, base, factor, low_freq_factor, high_freq_factor, original_max
     return out, 1.0
 
 
+def hf_proportional(head_dim, base, factor=1.0, partial_rotary_factor=1.0):
+    """Gemma 4: int(p * D // 2) pairs at base^(-2i/D), the rest 0, all / factor."""
+    angles = int(partial_rotary_factor * head_dim // 2)
+    values = [base ** (-2.0 * i / head_dim) if i < angles else 0.0 for i in range(head_dim // 2)]
+    return [w / factor for w in values], 1.0
+
+
 def reference_frequencies(dim, base=10000.0, scaling=None, seq_len=None):
     """The HF frequencies of a rope_scaling dict: (float64 tensor [dim/2], attention factor)."""
     s = dict(scaling or {})
@@ -124,6 +131,8 @@ def reference_frequencies(dim, base=10000.0, scaling=None, seq_len=None):
     elif kind == "llama3":
         values, factor = hf_llama3(dim, base, s["factor"], s["low_freq_factor"], s["high_freq_factor"],
                                    s["original_max_position_embeddings"])
+    elif kind == "proportional":
+        values, factor = hf_proportional(dim, base, **s)
     else:
         raise AssertionError(kind)
     return torch.tensor(values, dtype=torch.float64), factor

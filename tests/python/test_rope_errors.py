@@ -11,7 +11,7 @@ X = torch.zeros(2, 4, 16, 64)
 P = torch.arange(16)
 P3 = torch.zeros(3, 16, dtype=torch.long)
 C2 = torch.zeros(16, 2, dtype=torch.long)
-TYPES = "default, linear, ntk, dynamic, yarn, longrope, llama3"
+TYPES = "default, linear, ntk, dynamic, yarn, longrope, llama3, proportional"
 
 
 def longrope(short, long):
@@ -43,7 +43,7 @@ CASES = [
     ("positions 3-D", lambda: posenc.apply_rope(X, torch.zeros(2, 4, 16, dtype=torch.long)), ValueError,
      "[rope] positions must have shape (T) = (16) or (B, T) = (2, 16), got (2, 4, 16)"),
     ("float positions", lambda: posenc.apply_rope(X, P.float()), TypeError,
-     "[rope] positions must be an integer tensor (int64), got Float"),
+     "[rope] positions must be a signed integer tensor (int64, int32, int16 or int8), got Float"),
     ("integer x", lambda: posenc.apply_rope(X.long(), P), TypeError,
      "[rope] x must be float32, float64, bfloat16 or float16, got Long"),
     ("1-D x", lambda: posenc.apply_rope(torch.zeros(8), P), ValueError,

@@ -14,6 +14,9 @@
 //            (Ding et al. 2024, LongRoPE; Phi-3)
 //   llama3   omega_i kept above high-frequency wavelength L0/high_freq_factor, divided by
 //            factor below L0/low_freq_factor, smoothly interpolated between (Llama 3.1)
+//   proportional  omega_i = base^(-2i/d) / factor for i < floor(p*d/2), 0 after
+//            (p = partial_rotary_factor): the head's last pairs do not turn, and the
+//            exponent stays over the whole head d (Gemma 4's global layers)
 // The exact formulas, defaults and their sources are in docs/rope.md.
 //
 // Frequencies are computed in long double and rounded once to double; the
@@ -27,10 +30,11 @@
 
 namespace posenc::kernels {
 
-enum class RopeType { kDefault, kLinear, kNtk, kDynamic, kYarn, kLongrope, kLlama3 };
+enum class RopeType { kDefault, kLinear, kNtk, kDynamic, kYarn, kLongrope, kLlama3, kProportional };
 
-// "default" | "linear" | "ntk" | "dynamic" | "yarn" | "longrope" | "llama3"; throws
-// "[op] rope_type must be one of default, linear, ntk, dynamic, yarn, longrope, llama3, got 'x'".
+// "default" | "linear" | "ntk" | "dynamic" | "yarn" | "longrope" | "llama3" | "proportional";
+// throws "[op] rope_type must be one of default, linear, ntk, dynamic, yarn, longrope, llama3,
+// proportional, got 'x'".
 RopeType parse_rope_type(std::string_view name, const char* op = "rope");
 std::string_view rope_type_name(RopeType type) noexcept;
 
@@ -39,7 +43,7 @@ std::string_view rope_type_name(RopeType type) noexcept;
 // unset optional fields take the Hugging Face defaults documented in docs/rope.md.
 struct RopeScaling {
   RopeType type = RopeType::kDefault;
-  std::optional<double> factor;                              // linear, ntk, dynamic, yarn, llama3; longrope (optional)
+  std::optional<double> factor;                              // linear, ntk, dynamic, yarn, llama3; longrope, proportional (optional)
   std::optional<int64_t> original_max_position_embeddings;   // dynamic, yarn, longrope, llama3
   std::optional<int64_t> max_position_embeddings;            // yarn, longrope: factor = max/original when unset
   std::optional<double> beta_fast;                           // yarn (default 32)
@@ -52,11 +56,12 @@ struct RopeScaling {
   std::vector<double> long_factor;                           // longrope: d/2 values
   std::optional<double> low_freq_factor;                     // llama3 (required)
   std::optional<double> high_freq_factor;                    // llama3 (required)
+  std::optional<double> partial_rotary_factor;               // proportional: share of pairs that turn (default 1)
 };
 
 // Throws std::invalid_argument naming the key: a key the type does not use,
 // a missing required key, factor <= 0 or not finite, longrope factors whose
-// length is not d/2, beta_fast <= beta_slow, low_freq_factor >= high_freq_factor, ...
+// length is not d/2, beta_fast < beta_slow (equal is accepted, as HF does), low_freq_factor >= high_freq_factor, ...
 // dim is the rotary dimension d (even, > 0), base finite and > 0.
 void validate(const RopeScaling& scaling, int64_t dim, double base, const char* op = "rope");
 

@@ -93,11 +93,12 @@ TORCH_LIBRARY(posenc, m) {
                           c10::optional<double> attention_factor,
                           const c10::optional<std::vector<double>>& short_factor,
                           const c10::optional<std::vector<double>>& long_factor,
-                          c10::optional<double> low_freq_factor, c10::optional<double> high_freq_factor) {
+                          c10::optional<double> low_freq_factor, c10::optional<double> high_freq_factor,
+                          c10::optional<double> partial_rotary_factor) {
              return c10::make_intrusive<RopeScalingObject>(posenc::nn::detail::make_rope_scaling(
                  rope_type, type, factor, original_max_position_embeddings, max_position_embeddings, beta_fast,
                  beta_slow, mscale, mscale_all_dim, truncate, attention_factor, short_factor, long_factor,
-                 low_freq_factor, high_freq_factor));
+                 low_freq_factor, high_freq_factor, partial_rotary_factor));
            }),
            "",
            {torch::arg("rope_type") = torch::arg::none(), torch::arg("type") = torch::arg::none(),
@@ -108,12 +109,17 @@ TORCH_LIBRARY(posenc, m) {
             torch::arg("mscale_all_dim") = torch::arg::none(), torch::arg("truncate") = torch::arg::none(),
             torch::arg("attention_factor") = torch::arg::none(), torch::arg("short_factor") = torch::arg::none(),
             torch::arg("long_factor") = torch::arg::none(), torch::arg("low_freq_factor") = torch::arg::none(),
-            torch::arg("high_freq_factor") = torch::arg::none()})
+            torch::arg("high_freq_factor") = torch::arg::none(),
+            torch::arg("partial_rotary_factor") = torch::arg::none()})
       .def("rope_type", [](const c10::intrusive_ptr<RopeScalingObject>& self) {
         return std::string(posenc::kernels::rope_type_name(self->scaling.type));
       });
   // The keys the RopeScaling constructor accepts.
   m.def("rope_scaling_keys() -> str[]");
+  // Hugging Face config.json text -> the normalized positional scheme as JSON (ops/hf_config.cpp).
+  m.def("hf_config(str text, str source=\"config.json\") -> str");
+  // The "goes to" message for an HF key misplaced in a rope_scaling dict, or "".
+  m.def("hf_misplaced_scaling_key(str key, str op=\"rope\") -> str");
 
   // Frequencies: (inv_freq float64 [dim/2], attention factor); seq_len None is the original length.
   m.def("rope_inv_freq(int dim, float base=10000.0, " POSENC_SCALING "? scaling=None, int? seq_len=None) "

@@ -1,0 +1,432 @@
+"""posenc.hf.positional_scheme: Hugging Face config.json files as models publish them.
+
+Each config below is written from the HF model code's semantics (config class, attention code,
+modeling_rope_utils.py). For every one the scheme's values are checked against what HF reads, and for
+rotary ones the module's float64 cos/sin against the HF frequency formula of that rope_type, evaluated
+in float64 by rope_references.py with the parameters written here by hand (not read back from posenc).
+"""
+
+import json
+import math
+
+import pytest
+import torch
+
+import posenc
+import posenc.hf
+import posenc.nn as pnn
+import rope_references as ref
+
+# float64 tables vs float64 math here: the frequencies may differ in their last bit (posenc forms them in
+# long double), which an angle of up to ~8e3 rad (position 8191) turns into ~1e-12; 5e-12 leaves room.
+TOL = 5e-12
+
+
+def scheme(config):
+    return posenc.hf.positional_scheme(config)
+
+
+def check_tables(module, inv_freq, attention_factor, positions):
+    """module.cos_sin(positions) in float64 against cos/sin(p * inv_freq) * attention_factor."""
+    inv = torch.as_tensor(inv_freq, dtype=torch.float64)
+    p = torch.as_tensor(positions, dtype=torch.int64)
+    cos, sin = module.cos_sin(p, dtype=torch.float64)
+    angle = p.to(torch.float64)[:, None] * inv[None, :]
+    torch.testing.assert_close(cos, torch.cos(angle) * attention_factor, rtol=0, atol=TOL)
+    torch.testing.assert_close(sin, torch.sin(angle) * attention_factor, rtol=0, atol=TOL)
+
+
+POS = list(range(0, 64)) + [1000, 4095, 8191]
+
+# ---------------------------------------------------------------- rotary families
+
+LLAMA31 = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+           "rope_theta": 500000.0, "vocab_size": 128256, "torch_dtype": "bfloat16",
+           "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                            "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+
+
+def test_llama31_llama3_scaling():
+    s = scheme(LLAMA31)
+    r = s.rotary
+    assert isinstance(r, pnn.RotaryEmbedding)
+    assert (r.head_dim, r.rotary_dim, r.base, r.layout) == (128, 128, 500000.0, "half")
+    assert r.scaling == {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192,
+                         "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    assert s.bias is None and s.absolute is None and s.relative is None
+    inv, af = ref.hf_llama3(128, 500000.0, 8.0, 1.0, 4.0, 8192)
+    check_tables(r, inv, af, POS)
+
+
+def test_mistral_explicit_head_dim():
+    # Mistral-Nemo: head_dim 128 although hidden_size / heads = 160.
+    s = scheme({"model_type": "mistral", "hidden_size": 5120, "num_attention_heads": 32, "head_dim": 128,
+                "rope_theta": 1000000.0, "max_position_embeddings": 1024000, "sliding_window": None})
+    assert (s.rotary.head_dim, s.rotary.rotary_dim, s.rotary.scaling) == (128, 128, None)
+    check_tables(s.rotary, ref.default_inv_freq(128, 1e6), 1.0, POS)
+
+
+def test_qwen25_yarn_legacy_type_key():
+    s = scheme({"model_type": "qwen2", "hidden_size": 5120, "num_attention_heads": 40, "rope_theta": 1000000.0,
+                "max_position_embeddings": 32768, "use_sliding_window": False, "max_window_layers": 70,
+                "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}})
+    r = s.rotary
+    assert r.scaling == {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    inv, af = ref.hf_yarn(128, 1e6, 4.0, 32768)
+    check_tables(r, inv, af, POS)
+
+
+def test_transformers_v5_rope_parameters():
+    # v5: rope_theta and partial_rotary_factor inside rope_parameters.
+    s = scheme({"model_type": "qwen3", "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 128,
+                "max_position_embeddings": 40960,
+                "rope_parameters": {"rope_type": "linear", "rope_theta": 1000000.0, "partial_rotary_factor": 0.5,
+                                    "factor": 2.0}})
+    r = s.rotary
+    assert (r.head_dim, r.rotary_dim, r.base) == (128, 64, 1e6)
+    check_tables(r, ref.hf_linear(64, 1e6, 2.0)[0], 1.0, POS)
+
+
+def test_yarn_beta_fast_equal_beta_slow():
+    # HF only warns on beta_fast < beta_slow; equal betas give a 0.001-wide ramp, which posenc computes too.
+    cfg = {"model_type": "qwen3", "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 128,
+           "rope_theta": 1000000.0, "max_position_embeddings": 131072,
+           "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768,
+                            "beta_fast": 4, "beta_slow": 4}}
+    for truncate in (True, False):
+        cfg["rope_scaling"]["truncate"] = truncate
+        r = scheme(cfg).rotary
+        inv, af = ref.hf_yarn(128, 1e6, 4.0, 32768, beta_fast=4, beta_slow=4, truncate=truncate)
+        check_tables(r, inv, af, POS)
+    # The functional API accepts them as well.
+    inv, af = posenc.rope_inv_freq(128, base=1e6, scaling=cfg["rope_scaling"])
+    torch.testing.assert_close(inv, torch.tensor(ref.hf_yarn(128, 1e6, 4.0, 32768, beta_fast=4, beta_slow=4,
+                                                             truncate=False)[0], dtype=torch.float64),
+                               rtol=1e-14, atol=0)
+
+
+def test_qwen2_vl_mrope_section():
+    s = scheme({"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1000000.0,
+                "max_position_embeddings": 32768, "vision_config": {"depth": 32, "embed_dim": 1280},
+                "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
+    r = s.rotary
+    assert isinstance(r, pnn.MultimodalRotaryEmbedding)
+    assert (r.head_dim, r.mrope_section, r.interleaved, r.base) == (128, [16, 24, 24], False, 1e6)
+    torch.manual_seed(0)
+    q = torch.randn(1, 2, 5, 128, dtype=torch.float64)
+    pos3 = torch.tensor([[0, 1, 2, 3, 4], [0, 0, 1, 1, 2], [0, 1, 0, 1, 0]])
+    want = ref.qwen2vl_mrope(q, pos3[:, None, :], [16, 24, 24], torch.tensor(ref.default_inv_freq(128, 1e6)))
+    got, _ = r(q, q, pos3)
+    # 2e-6: apply_mrope rotates float64 x with float32 cos/sin (measured 2e-7 = ~1 float32 ulp times |q| ~ 3).
+    torch.testing.assert_close(got, want, rtol=0, atol=2e-6)
+
+
+def test_qwen3_vl_interleaved_in_text_config():
+    s = scheme({"model_type": "qwen3_vl", "text_config": {
+        "model_type": "qwen3_vl_text", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+        "rope_theta": 5000000, "max_position_embeddings": 262144,
+        "rope_scaling": {"mrope_interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"}}})
+    r = s.rotary
+    assert (r.mrope_section, r.interleaved, r.base) == ([24, 20, 20], True, 5e6)
+    torch.manual_seed(1)
+    q = torch.randn(1, 1, 4, 128, dtype=torch.float64)
+    pos3 = torch.tensor([[0, 1, 2, 3], [0, 2, 1, 3], [0, 1, 3, 2]])
+    want = ref.qwen3vl_mrope(q, pos3[:, None, :], [24, 20, 20], torch.tensor(ref.default_inv_freq(128, 5e6)))
+    torch.testing.assert_close(r(q, q, pos3)[0], want, rtol=0, atol=2e-6)  # float32 tables, as above
+
+
+def test_phi2_partial_rotary():
+    s = scheme({"model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32, "partial_rotary_factor": 0.4,
+                "rope_theta": 10000.0, "max_position_embeddings": 2048})
+    assert (s.rotary.head_dim, s.rotary.rotary_dim, s.rotary.layout) == (80, 32, "half")
+    check_tables(s.rotary, ref.default_inv_freq(32, 10000.0), 1.0, POS)
+
+
+SHORT = [1.0 + 0.01 * i for i in range(48)]
+LONG = [1.0 + 0.5 * i for i in range(48)]
+PHI3 = {"model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "rope_theta": 10000.0,
+        "original_max_position_embeddings": 4096, "max_position_embeddings": 131072, "sliding_window": 262144,
+        "rope_scaling": {"type": "longrope", "short_factor": SHORT, "long_factor": LONG}}
+
+
+def test_phi3_longrope_top_level_lengths():
+    r = scheme(PHI3).rotary
+    assert r.rotary_dim == 96
+    assert r.scaling == {"rope_type": "longrope", "original_max_position_embeddings": 4096,
+                         "max_position_embeddings": 131072, "short_factor": SHORT, "long_factor": LONG}
+    # Short regime up to 4096 positions, long beyond; attention factor sqrt(1 + ln(32) / ln(4096)).
+    inv, af = ref.hf_longrope(96, 10000.0, 4096, SHORT, LONG, seq_len=100, max_position_embeddings=131072)
+    assert af == pytest.approx(math.sqrt(1 + math.log(32) / math.log(4096)), rel=1e-15)
+    check_tables(r, inv, af, list(range(100)))
+    inv, af = ref.hf_longrope(96, 10000.0, 4096, SHORT, LONG, seq_len=5001, max_position_embeddings=131072)
+    check_tables(r, inv, af, [0, 17, 5000])
+
+
+def test_deepseek_v3_rope_part():
+    s = scheme({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
+                "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "kv_lora_rank": 512,
+                "max_position_embeddings": 163840, "rope_theta": 10000,
+                "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                 "original_max_position_embeddings": 4096, "type": "yarn"}})
+    r = s.rotary
+    assert (r.head_dim, r.rotary_dim, r.layout) == (64, 64, "interleaved")
+    inv, af = ref.hf_yarn(64, 10000.0, 40.0, 4096, beta_fast=32, beta_slow=1, mscale=1.0, mscale_all_dim=1.0)
+    assert af == 1.0
+    check_tables(r, inv, af, POS)
+    v2 = scheme({"model_type": "deepseek_v2", "hidden_size": 5120, "num_attention_heads": 128,
+                 "qk_rope_head_dim": 64, "rope_theta": 10000, "max_position_embeddings": 2048})
+    assert v2.rotary.layout == "interleaved" and v2.rotary.scaling is None
+
+
+def test_gpt_oss_yarn_no_truncate():
+    r = scheme({"model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64,
+                "rope_theta": 150000, "max_position_embeddings": 131072, "initial_context_length": 4096,
+                "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                                 "original_max_position_embeddings": 4096, "rope_type": "yarn",
+                                 "truncate": False}}).rotary
+    assert r.scaling["truncate"] is False
+    inv, af = ref.hf_yarn(64, 150000.0, 32.0, 4096, beta_fast=32.0, beta_slow=1.0, truncate=False)
+    check_tables(r, inv, af, POS)
+
+
+def test_gemma2_head_dim():
+    r = scheme({"model_type": "gemma2", "hidden_size": 2304, "num_attention_heads": 8, "head_dim": 256,
+                "rope_theta": 10000.0, "sliding_window": 4096, "query_pre_attn_scalar": 256}).rotary
+    assert (r.head_dim, r.rotary_dim) == (256, 256)
+
+
+GEMMA3 = {"model_type": "gemma3", "text_config": {
+    "model_type": "gemma3_text", "hidden_size": 2560, "num_attention_heads": 8, "head_dim": 256,
+    "num_hidden_layers": 34, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "sliding_window": 1024,
+    "sliding_window_pattern": 6, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}}
+
+
+def test_gemma3_per_layer_type():
+    s = scheme(GEMMA3)
+    assert len(s.layer_types) == 34
+    assert [i for i, t in enumerate(s.layer_types) if t == "full_attention"] == [5, 11, 17, 23, 29]
+    local, full = s.for_layer(0).rotary, s.for_layer(5).rotary
+    assert (local.base, local.scaling) == (10000.0, None)
+    assert (full.base, full.scaling) == (1e6, {"rope_type": "linear", "factor": 8.0})
+    check_tables(local, ref.default_inv_freq(256, 10000.0), 1.0, POS)
+    check_tables(full, ref.hf_linear(256, 1e6, 8.0)[0], 1.0, POS)
+    assert s.for_layer("full_attention") is s.for_layer(11)
+    assert "sliding_attention (29 layers)" in repr(s) and "full_attention (5 layers)" in repr(s)
+
+
+def test_per_layer_type_rope_parameters_v5():
+    s = scheme({"model_type": "gemma3_text", "hidden_size": 1152, "num_attention_heads": 4, "head_dim": 256,
+                "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+                "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                    "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                                       "rope_theta": 1000000.0}}})
+    assert s.layer_types == ["sliding_attention", "full_attention", "sliding_attention"]
+    assert s.for_layer(1).rotary.scaling == {"rope_type": "linear", "factor": 8.0}
+    assert s.for_layer(2).rotary.base == 10000.0
+
+
+def test_gemma4_proportional():
+    layer_types = ["sliding_attention", "full_attention"]
+    cfg = {"model_type": "gemma4_text", "hidden_size": 1536, "num_attention_heads": 8, "head_dim": 256,
+           "global_head_dim": 512, "layer_types": layer_types,
+           "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                               "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 1.0,
+                                                  "factor": 2.0, "rope_theta": 1000000.0}}}
+    # partial_rotary_factor 1: every pair turns, divided by factor (linear scaling by another name).
+    s = scheme(cfg)
+    full = s.for_layer(1).rotary
+    assert (full.head_dim, full.rotary_dim, full.scaling) == (512, 512, {"rope_type": "proportional", "factor": 2.0})
+    check_tables(full, ref.hf_linear(512, 1e6, 2.0)[0], 1.0, POS)
+    assert s.for_layer(0).rotary.head_dim == 256
+    # Gemma 4 as released: partial_rotary_factor 0.25, no factor. 64 of the 256 pairs turn, with the
+    # exponent over the whole head; pairs (i, i + 256) past them have frequency 0.
+    cfg["rope_parameters"]["full_attention"] = {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                "rope_theta": 1000000.0}
+    full = scheme(cfg).for_layer("full_attention").rotary
+    assert (full.head_dim, full.rotary_dim, full.scaling) == \
+        (512, 512, {"rope_type": "proportional", "partial_rotary_factor": 0.25})
+    inv = [1e6 ** (-2.0 * i / 512) if i < 64 else 0.0 for i in range(256)]
+    check_tables(full, inv, 1.0, POS)
+    # The rotation itself: channels of the non-turning pairs come back unchanged, the turning ones
+    # match the float64 rotate-half formula.
+    q = torch.randn(1, 2, 5, 512, dtype=torch.float64)
+    k = torch.randn(1, 2, 5, 512, dtype=torch.float64)
+    pos = torch.tensor([0, 1, 7, 4095, 8191])
+    q2, k2 = full(q, k, pos)
+    idle = torch.cat([torch.arange(64, 256), torch.arange(320, 512)])
+    assert torch.equal(q2[..., idle], q[..., idle]) and torch.equal(k2[..., idle], k[..., idle])
+    angle = pos.to(torch.float64)[:, None] * torch.tensor(inv, dtype=torch.float64)[None, :]
+    cos, sin = torch.cos(angle).repeat(1, 2), torch.sin(angle).repeat(1, 2)
+    torch.testing.assert_close(q2, q * cos + ref.rotate_half(q) * sin, rtol=0, atol=1e-11)
+    # A factor of 1 and p = 1 is plain RoPE.
+    cfg["rope_parameters"]["full_attention"] = {"rope_type": "proportional", "partial_rotary_factor": 1.0,
+                                                "factor": 1.0, "rope_theta": 1000000.0}
+    assert scheme(cfg).for_layer(1).rotary.scaling is None
+
+
+def test_gpt_neox_rotary_pct():
+    r = scheme({"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 8, "rotary_pct": 0.25,
+                "rotary_emb_base": 10000, "max_position_embeddings": 2048, "use_parallel_residual": True}).rotary
+    assert (r.head_dim, r.rotary_dim, r.layout, r.base) == (256, 64, "half", 10000.0)
+    check_tables(r, ref.default_inv_freq(64, 10000.0), 1.0, POS)
+
+
+def test_gptj_rotary_dim_interleaved():
+    r = scheme({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64, "n_positions": 2048}).rotary
+    assert (r.head_dim, r.rotary_dim, r.layout) == (256, 64, "interleaved")
+    check_tables(r, ref.default_inv_freq(64, 10000.0), 1.0, POS)
+
+
+def test_falcon_rotary_or_alibi():
+    r = scheme({"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "alibi": False,
+                "rope_theta": 10000.0}).rotary
+    assert (r.head_dim, r.rotary_dim) == (64, 64)
+    s = scheme({"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "alibi": True})
+    assert s.rotary is None and isinstance(s.bias, pnn.AlibiBias) and s.bias.num_heads == 71
+
+
+def press_slopes(n):
+    """Press et al. / HF build_alibi_tensor, float64."""
+    def power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + power_of_2(2 * closest)[0::2][: n - closest]
+
+
+def test_bloom_alibi():
+    s = scheme({"model_type": "bloom", "n_head": 14, "hidden_size": 1024, "n_layer": 24})
+    b = s.bias
+    assert isinstance(b, pnn.AlibiBias) and not b.custom_slopes
+    torch.testing.assert_close(b.slopes.to(torch.float64), torch.tensor(press_slopes(14), dtype=torch.float64),
+                               rtol=1e-7, atol=0)  # float32 buffer: 1 ulp
+
+
+def test_mpt_alibi_bias_max():
+    s = scheme({"model_type": "mpt", "n_heads": 12, "d_model": 768, "max_seq_len": 2048,
+                "attn_config": {"alibi": True, "alibi_bias_max": 16, "attn_impl": "torch"}})
+    # HF build_mpt_alibi_tensor: n2 = 16, slope_k = 2^(-k * 16/16), odd-indexed first, cut to 12.
+    base = [2.0 ** -(k * 16 / 16) for k in range(1, 17)]
+    want = (base[1::2] + base[0::2])[:12]
+    assert s.bias.custom_slopes
+    torch.testing.assert_close(s.bias.slopes.to(torch.float64), torch.tensor(want, dtype=torch.float64),
+                               rtol=1e-7, atol=0)
+
+
+def test_t5_buckets():
+    s = scheme({"model_type": "t5", "d_model": 512, "d_kv": 64, "num_heads": 8, "num_layers": 6,
+                "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128,
+                "is_encoder_decoder": True})
+    enc, dec = s.bias, s.for_layer("decoder").bias
+    assert isinstance(enc, pnn.T5Bias)
+    assert (enc.num_heads, enc.num_buckets, enc.max_distance, enc.bidirectional) == (8, 32, 128, True)
+    assert dec.bidirectional is False
+
+
+def test_bert_absolute_and_relative():
+    base = {"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "max_position_embeddings": 512,
+            "type_vocab_size": 2}
+    s = scheme(base)
+    assert isinstance(s.absolute, pnn.LearnedEncoding)
+    assert (s.absolute.max_positions, s.absolute.dim, s.relative) == (512, 768, None)
+    rel = scheme({**base, "position_embedding_type": "relative_key"})
+    assert rel.absolute is None and isinstance(rel.relative, pnn.ShawRelative)
+    assert (rel.relative.max_distance, rel.relative.head_dim, rel.relative.values_enabled,
+            rel.relative.key_logits) == (511, 64, False, False)
+    kq = scheme({**base, "position_embedding_type": "relative_key_query"})
+    assert kq.relative.key_logits is True
+
+
+def test_gpt2_learned():
+    s = scheme({"model_type": "gpt2", "n_positions": 1024, "n_embd": 768, "n_head": 12, "n_ctx": 1024})
+    assert (s.absolute.max_positions, s.absolute.dim) == (1024, 768)
+    assert repr(s) == "PositionalScheme(gpt2: learned(max_positions=1024, dim=768))"
+
+
+def test_path_and_repr(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA31))
+    s = posenc.hf.positional_scheme(path)
+    assert s.source == str(path)
+    assert repr(s) == ("PositionalScheme(llama: rotary(head_dim=128, rotary_dim=128, base=500000, layout=half, "
+                       "scaling=llama3 x8))")
+
+
+# ---------------------------------------------------------------- errors
+
+def error(config):
+    with pytest.raises(ValueError) as e:
+        scheme(config)
+    return str(e.value).splitlines()[0]
+
+
+LLAMA_MIN = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 1, "max_position_embeddings": 4096}
+
+
+def test_errors_name_key_value_and_place():
+    assert error({**LLAMA_MIN, "rope_scaling": {"rope_type": "linear", "factor": -2}}) == \
+        "[hf] config: rope_scaling.factor must be > 0, got -2"
+    assert error({**LLAMA_MIN, "rope_scaling": {"rope_type": "yarn", "factor": 4, "max_position_embeddings": 8}}) \
+        == "[hf] config: rope_scaling.max_position_embeddings goes to the top level of config.json, not in " \
+           "rope_scaling"
+    assert error({**LLAMA_MIN, "rope_scaling": {"rope_type": "yarn", "factor": 4, "beta_fast": 1,
+                                                "beta_slow": 2}}) == \
+        "[hf] config: rope_scaling.beta_fast must be >= beta_slow (2), got 1"
+    assert error({**LLAMA_MIN, "rope_scaling": {"rope_type": "su2"}}) == \
+        "[hf] config: rope_scaling.rope_type must be one of default, linear, dynamic, yarn, longrope, llama3, " \
+        "proportional (or mrope, su, ntk), got 'su2'"
+    assert error({**LLAMA_MIN, "rope_scaling": {"rope_type": "default", "mrope_section": [8, 8, 8]}}) == \
+        "[hf] config: rope_scaling.mrope_section must hold 3 sizes (t, h, w) summing to rotary_dim/2 = 32, " \
+        "got [8,8,8]"
+    assert error({**LLAMA_MIN, "rope_theta": "1e4"}) == "[hf] config: rope_theta must be a number, got \"1e4\""
+    assert error({**LLAMA_MIN, "rope_theta": 0}) == "[hf] config: rope_theta must be > 0, got 0"
+    assert error({**LLAMA_MIN, "partial_rotary_factor": 1.5}) == \
+        "[hf] config: partial_rotary_factor must be in (0, 1], got 1.5"
+    assert error({**LLAMA_MIN, "rotary_emb_fraction": 0.5}) == \
+        "[hf] config: rotary_emb_fraction is a positional key posenc does not read (model_type 'llama'); " \
+        "docs/hf_configs.md lists the keys read per family"
+    assert error({"model_type": "llama", "hidden_size": 64}) == \
+        "[hf] config: num_attention_heads is required for model_type 'llama'"
+    assert error({**LLAMA_MIN, "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 3,
+                                                "long_factor": [1.0] * 32}}) == \
+        "[hf] config: rope_scaling: longrope short_factor must have dim/2 = 32 values, got 3"
+
+
+def test_unknown_model_type_refused():
+    with pytest.raises(RuntimeError) as e:
+        scheme({"model_type": "llama4", "hidden_size": 64})
+    assert str(e.value).startswith("[hf] config: model_type 'llama4' is not one posenc reads (llama, mistral,")
+
+
+def test_layer_and_file_errors(tmp_path):
+    s = scheme(GEMMA3)
+    with pytest.raises(ValueError, match=r"^\[hf\] config: layer 34 is out of range: the config has 34 layers "
+                                         r"\(layer_types\)$"):
+        s.for_layer(34)
+    with pytest.raises(ValueError, match=r"^\[hf\] .*nope\.json: cannot read the file: No such file or directory$"):
+        posenc.hf.positional_scheme(tmp_path / "nope.json")
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "llama",}')
+    with pytest.raises(ValueError) as e:
+        posenc.hf.positional_scheme(bad)
+    assert str(e.value).startswith(f"[hf] {bad}: not valid JSON: parse error at line 1, column 24")
+
+
+def test_functional_api_says_where_hf_keys_go():
+    x = torch.zeros(4, 8)
+    for key, value, message in [
+        ("mrope_section", [1, 1, 2], "[rope] mrope_section goes to the multimodal rotary; use "
+                                     "posenc.hf.positional_scheme or apply_mrope(..., mrope_section=...)"),
+        ("rope_theta", 1e6, "[rope] rope_theta goes to the rotary base; use posenc.hf.positional_scheme or "
+                            "apply_rope(..., base=...)"),
+        ("partial_rotary_factor", 0.5, "[rope] partial_rotary_factor goes to the rotary dimension "
+                                       "(int(head_dim * partial_rotary_factor)); use posenc.hf.positional_scheme "
+                                       "or apply_rope(..., rotary_dim=...)"),
+        ("foo", 1, "[rope] unknown rope_scaling key 'foo'"),
+    ]:
+        with pytest.raises(ValueError) as e:
+            posenc.apply_rope(x, torch.arange(4), scaling={"rope_type": "default", key: value})
+        assert str(e.value) == message
