@@ -9,7 +9,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make
-  libtorch-dev python3-torch python3-numpy python3-pytest
+  libtorch-dev python3-torch python3-numpy python3-pytest python3-venv python3-pip
   libopenblas0-openmp
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libcairo2-dev fonts-dejavu-core chromium

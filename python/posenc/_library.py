@@ -1,5 +1,8 @@
 """Finds and loads the posenc op libraries into torch.ops: libposenc_nn.so
-(the encodings), and libposenc_analysis_torch.so beside it (analysis and files)."""
+(the encodings), and libposenc_analysis_torch.so beside it (analysis and files).
+
+Where: $POSENC_LIBRARY when set; else the package's own _lib/ (an installed
+wheel, see docs/install.md), then <repo>/build/lib (a source tree)."""
 
 import os
 from pathlib import Path
@@ -11,18 +14,22 @@ from ._errors import CheckedOps
 LIBRARY_NAME = "libposenc_nn.so"
 ANALYSIS_LIBRARY_NAME = "libposenc_analysis_torch.so"
 ENV_VARIABLE = "POSENC_LIBRARY"
+PACKAGE_LIBRARY_DIR = Path(__file__).resolve().parent / "_lib"  # what an installed wheel holds
 
 _loaded = None  # the path of the op library once loaded
 _analysis_loaded = False
 
 
 def candidate_paths():
-    """$POSENC_LIBRARY when set, else <repo>/build/lib/libposenc_nn.so next to this package."""
+    """$POSENC_LIBRARY when set (and nothing else: an explicit choice must not fall back
+    silently); else <package>/_lib/libposenc_nn.so when the package has a _lib/ (installed),
+    then <repo>/build/lib/libposenc_nn.so next to this package (a source tree)."""
     explicit = os.environ.get(ENV_VARIABLE)
     if explicit:
         return [Path(explicit)]
+    bundled = [PACKAGE_LIBRARY_DIR / LIBRARY_NAME] if PACKAGE_LIBRARY_DIR.is_dir() else []
     repo = Path(__file__).resolve().parents[2]
-    return [repo / "build" / "lib" / LIBRARY_NAME]
+    return bundled + [repo / "build" / "lib" / LIBRARY_NAME]
 
 
 def _load_library(path):
