@@ -28,6 +28,49 @@ __all__ = ["attention"]
 
 _ROPE_POSITION_KEYS = ("positions", "q_positions", "k_positions")
 
+# The rate the work bound assumes (the CLI's: posenc eval / analyze), and the default bound.
+_ASSUMED_MULTIPLY_ADDS_PER_SECOND = 1e10
+_DEFAULT_MAX_TIME = 3600.0
+
+
+def _duration(seconds):
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        s = round(seconds)
+        return f"{s // 60} min {s % 60} s"
+    m = round(seconds / 60)
+    return f"{m // 60} h {m % 60} min"
+
+
+def _check_work(q, k, v, causal, max_time):
+    """Refuses a call whose estimated time exceeds max_time seconds (None: no bound).
+
+    The work is B*H*Tq*Tk*(Dh + Dv) multiply-adds (q.k and p.v; half the pairs
+    when causal), at the rate the CLI assumes. Attention at T = 2^20 would
+    otherwise run for hours without a word."""
+    if max_time is None:
+        return
+    if isinstance(max_time, bool) or not isinstance(max_time, (int, float)):
+        raise TypeError(f"[attention] max_time must be a number of seconds or None, got {type(max_time).__name__}")
+    if not max_time > 0:
+        raise ValueError(f"[attention] max_time must be > 0 seconds (None: no bound), got {max_time}")
+    if not all(isinstance(t, torch.Tensor) and t.dim() == 4 for t in (q, k, v)):
+        return  # the op reports the shapes
+    b, h, q_len, head_dim = q.shape
+    k_len, v_dim = k.shape[2], v.shape[3]
+    pairs = b * h * q_len * k_len
+    if causal:
+        pairs //= 2
+    work = float(pairs) * (head_dim + v_dim)
+    seconds = work / _ASSUMED_MULTIPLY_ADDS_PER_SECOND
+    if seconds > max_time:
+        raise ValueError(
+            f"[attention] this call needs about {work:.1e} multiply-adds (B {b} x H {h} x Tq {q_len} x Tk {k_len}"
+            f"{' / 2 causal' if causal else ''} x (Dh {head_dim} + Dv {v_dim})), about {_duration(seconds)} at an "
+            f"assumed {_ASSUMED_MULTIPLY_ADDS_PER_SECOND:.0e} per second, beyond max_time {max_time:g} s: pass a "
+            "larger max_time, or max_time=None to run it anyway")
+
 
 def _rotate(q, k, rope):
     """q and k rotated by apply_rope with the options in the dict rope."""
@@ -53,7 +96,7 @@ def _rotate(q, k, rope):
 def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=None, alibi_slopes=None,
               t5_table=None, t5_num_buckets=32, t5_max_distance=128, rel_k=None, rel_v=None, max_distance=None,
               rel_2d=None, return_weights=False, t5_bidirectional=None, xl_u=None, xl_v=None, bias=None,
-              path="auto"):
+              path="auto", max_time=_DEFAULT_MAX_TIME):
     """Attention with positional terms: returns out (B, H, Tq, Dv), or (out, weights) with return_weights.
 
     With i' = i + Tk - Tq and r(d) = clip(d, -K, K) + K for d = j - i':
@@ -94,7 +137,12 @@ def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=
       has higher derivatives) and "fused" force one. The fused weights carry
       no gradient. Differentiable with respect to q, k, v and every table.
     * weights: the probabilities p (B, H, Tq, Tk).
+    * max_time: seconds the call may take, estimated from the shapes before
+      it starts (B*H*Tq*Tk*(Dh + Dv) multiply-adds, half when causal, at an
+      assumed 1e10 per second); beyond it ValueError names the estimate.
+      Default one hour; None: no bound.
     """
+    _check_work(q, k, v, causal, max_time)
     if rope is not None:
         q, k = _rotate(q, k, rope)
     rel_2d_h = rel_2d_w = None

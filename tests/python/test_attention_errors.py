@@ -179,3 +179,40 @@ def test_attention_fused_op_checks_with_the_same_words():
     with pytest.raises(ValueError, match=re.escape("[attention] grid_h and grid_w (rel_2d table_h and table_w) come "
                                                    "together, got only grid_w")):
         ops.attention_fused(q, k, v, grid_w=z(5, 4), grid_height=1, grid_width=3)
+
+
+# ---------------------------------------------------------------------------
+# Work bound (issue 18): a call estimated beyond max_time is refused before it starts.
+
+def test_attention_at_a_million_positions_is_refused_with_its_estimate():
+    big = torch.zeros(1, 1, 1, 64).expand(1, 1, 2 ** 20, 64)  # no memory: a stride-0 view
+    with pytest.raises(ValueError) as e:
+        posenc.attention(big, big, big)
+    # 2^40 pairs x 128 = 1.4e14 multiply-adds: 14074 s at 1e10 per second.
+    assert str(e.value) == (
+        "[attention] this call needs about 1.4e+14 multiply-adds (B 1 x H 1 x Tq 1048576 x Tk 1048576 x "
+        "(Dh 64 + Dv 64)), about 3 h 55 min at an assumed 1e+10 per second, beyond max_time 3600 s: pass a "
+        "larger max_time, or max_time=None to run it anyway")
+    with pytest.raises(ValueError) as e:
+        posenc.attention(big, big, big, causal=True, max_time=60)
+    assert "(B 1 x H 1 x Tq 1048576 x Tk 1048576 / 2 causal x (Dh 64 + Dv 64)), about 1 h 57 min" in str(e.value)
+    assert "beyond max_time 60 s" in str(e.value)
+
+
+def test_max_time_bounds_and_lifts():
+    q = torch.randn(1, 2, 100, 16)
+    # 2 x 100 x 100 x 32 = 640000 multiply-adds: 6.4e-5 s.
+    with pytest.raises(ValueError) as e:
+        posenc.attention(q, q, q, max_time=1e-5)
+    assert str(e.value).startswith("[attention] this call needs about 6.4e+05 multiply-adds")
+    torch.testing.assert_close(posenc.attention(q, q, q, max_time=1e-3), posenc.attention(q, q, q, max_time=None))
+    for bad, kind, message in [
+        (0, ValueError, "[attention] max_time must be > 0 seconds (None: no bound), got 0"),
+        (-1.5, ValueError, "[attention] max_time must be > 0 seconds (None: no bound), got -1.5"),
+        (float("nan"), ValueError, "[attention] max_time must be > 0 seconds (None: no bound), got nan"),
+        ("1h", TypeError, "[attention] max_time must be a number of seconds or None, got str"),
+        (True, TypeError, "[attention] max_time must be a number of seconds or None, got bool"),
+    ]:
+        with pytest.raises(kind) as e:
+            posenc.attention(q, q, q, max_time=bad)
+        assert str(e.value) == message
