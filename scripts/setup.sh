@@ -5,6 +5,8 @@
 # instead of netlib's reference BLAS (20-50x slower). The OpenMP build shares
 # libtorch's libgomp thread pool; the pthread build adds a second pool that
 # fights it on 2 cores (docs/benchmarks.md has the measurement).
+# wordnet-base, dict-gcide, fortunes: the English corpus of the experiments,
+# tokenized with SentencePiece (docs/experiments.md).
 set -euo pipefail
 
 packages=(
@@ -13,6 +15,7 @@ packages=(
   libopenblas0-openmp
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libcairo2-dev fonts-dejavu-core chromium
+  libsentencepiece-dev zlib1g-dev wordnet-base dict-gcide fortunes fortunes-min
   clang libclang-rt-14-dev
 )
 

@@ -19,12 +19,14 @@
 #include "check_command.h"
 #include "posenc/kernels/build_info.h"
 #include "decimal_options.h"
+#include "error_line.h"
 #include "interrupt.h"
 #include "demo_command.h"
 #include "plot_command.h"
 #include "probe_command.h"
 #include "report_command.h"
 #include "table_command.h"
+#include "text_tool.h"
 #ifdef POSENC_WITH_NN
 #include <c10/util/Exception.h>
 
@@ -36,15 +38,7 @@
 
 namespace {
 
-int report(const std::string& message, int code) {
-  std::string line = message;
-  for (char& c : line) {
-    if (c == '\n') c = ' ';
-  }
-  std::cout.flush();
-  std::cerr << "posenc: " << line << '\n';
-  return code;
-}
+using posenc::cli::report_error;
 
 // The command that ran ("table", "train", ...), or "posenc" before one was parsed.
 std::string command_name(const CLI::App& app) {
@@ -84,6 +78,7 @@ std::string torch_out_of_memory(std::string_view command, std::string_view messa
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (posenc::cli::is_text_command(argc, argv)) return report_error(posenc::cli::run_text_tool(argv), 1);
   posenc::cli::remove_partial_files_on_signals();
   CLI::App app{"posenc: positional encodings for transformers", "posenc"};
   app.require_subcommand(1);
@@ -99,6 +94,7 @@ int main(int argc, char** argv) {
   const posenc::cli::ProbeCommand probe(app);
   const posenc::cli::ReportCommand report_command(app);
   const posenc::cli::CheckCommand check(app);
+  posenc::cli::add_text_commands(app);
 #ifdef POSENC_WITH_NN
   const posenc::cli::TrainCommand train(app);
   const posenc::cli::EvalCommand evaluate(app);
@@ -125,20 +121,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return report(e.what(), 2);
+    return report_error(e.what(), 2);
   } catch (const std::invalid_argument& e) {
-    return report(e.what(), 2);
+    return report_error(e.what(), 2);
 #ifdef POSENC_WITH_NN
   } catch (const c10::ValueError& e) {  // torch-layer argument errors; what() would add a backtrace
-    return report(e.what_without_backtrace(), 2);
+    return report_error(e.what_without_backtrace(), 2);
   } catch (const c10::Error& e) {
     const std::string_view message = e.what_without_backtrace();
-    if (message.starts_with(kTorchAllocFailure)) return report(torch_out_of_memory(command_name(app), message), 1);
-    return report(std::string(message), 1);
+    if (message.starts_with(kTorchAllocFailure)) {
+      return report_error(torch_out_of_memory(command_name(app), message), 1);
+    }
+    return report_error(std::string(message), 1);
 #endif
   } catch (const std::bad_alloc&) {  // no guess at the cause: any command can run out
-    return report("[" + command_name(app) + "] out of memory", 1);
+    return report_error("[" + command_name(app) + "] out of memory", 1);
   } catch (const std::exception& e) {
-    return report(e.what(), 1);
+    return report_error(e.what(), 1);
   }
 }

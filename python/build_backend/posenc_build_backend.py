@@ -39,9 +39,10 @@ BUILD_DIR_VARIABLE = "POSENC_BUILD_DIR"
 CMAKE_ARGS_SETTING = "cmake-args"
 
 # What the wheel needs from a build: the targets, and where CMake puts their files.
-TARGETS = ("posenc_nn", "posenc_analysis_torch", "posenc")
+TARGETS = ("posenc_nn", "posenc_analysis_torch", "posenc", "posenc-text")
 LIBRARIES = ("lib/libposenc_nn.so", "lib/libposenc_analysis_torch.so")
 CLI = "bin/posenc"
+TEXT_TOOL = "bin/posenc-text"  # `posenc corpus` runs it (a process without libtorch)
 SCRATCH_CMAKE_ARGS = ("-DCMAKE_BUILD_TYPE=Release", "-DPOSENC_BUILD_NN=ON", "-DPOSENC_BUILD_TESTS=OFF",
                       "-DPOSENC_BUILD_BENCH=OFF")
 
@@ -211,9 +212,9 @@ def check_build_dir(build_dir):
     if cache.get("POSENC_BUILD_NN", "ON").upper() in ("OFF", "0", "FALSE", "NO"):
         raise BuildError(f"[build-dir] must be configured with POSENC_BUILD_NN=ON (the op libraries), got "
                          f"POSENC_BUILD_NN={cache['POSENC_BUILD_NN']} ({build_dir})")
-    missing = [name for name in (*LIBRARIES, CLI) if not (build_dir / name).is_file()]
+    missing = [name for name in (*LIBRARIES, CLI, TEXT_TOOL) if not (build_dir / name).is_file()]
     if missing:
-        raise BuildError(f"[build-dir] must contain the built {', '.join((*LIBRARIES, CLI))}, got no "
+        raise BuildError(f"[build-dir] must contain the built {', '.join((*LIBRARIES, CLI, TEXT_TOOL))}, got no "
                          f"{', '.join(missing)} in {build_dir} "
                          f"(cmake --build {build_dir} --target {' '.join(TARGETS)})")
 
@@ -227,7 +228,7 @@ def _run(command, what):
 
 
 def build_from_scratch(build_dir, torch, config_settings):
-    """Configures (Release, no tests, no benchmarks) and builds the three targets in build_dir."""
+    """Configures (Release, no tests, no benchmarks) and builds the four targets in build_dir."""
     cmake = shutil.which("cmake")
     if cmake is None:
         raise BuildError("[build] cmake must be on PATH (Debian: apt-get install cmake ninja-build g++), got none")
@@ -293,7 +294,8 @@ def stage_native(build_dir, stage):
                 pending.append(lib_dir / name)
     staged = []
     for source, target, origin in ([(path, f"_lib/{name}", "$ORIGIN") for name, path in sorted(ours.items())]
-                                   + [(build_dir / CLI, "_bin/posenc", "$ORIGIN/../_lib")]):
+                                   + [(build_dir / CLI, "_bin/posenc", "$ORIGIN/../_lib"),
+                                      (build_dir / TEXT_TOOL, "_bin/posenc-text", "$ORIGIN/../_lib")]):
         copy = stage / target
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, copy)

@@ -202,6 +202,7 @@ def test_wheel_record_lists_every_file_with_its_hash(tmp_path):
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
             assert rows[arcname] == f"sha256={digest},{len(data)}", arcname
         assert (wheel.getinfo("posenc/_bin/posenc").external_attr >> 16) & 0o777 == 0o755
+        assert (wheel.getinfo("posenc/_bin/posenc-text").external_attr >> 16) & 0o777 == 0o755
         assert "Tag: py3-none-linux_x86_64" in wheel.read(f"{dist_info}/WHEEL").decode().splitlines()
         assert wheel.read(f"{dist_info}/entry_points.txt").decode() == \
             "[console_scripts]\nposenc = posenc.__main__:main\n"
@@ -275,8 +276,8 @@ def test_refuses_a_build_without_the_targets(tmp_path):
         backend.check_build_dir(build)
     assert str(error.value) == (
         "[build-dir] must contain the built lib/libposenc_nn.so, lib/libposenc_analysis_torch.so, bin/posenc, "
-        f"got no lib/libposenc_analysis_torch.so, bin/posenc in {build} "
-        f"(cmake --build {build} --target posenc_nn posenc_analysis_torch posenc)")
+        f"bin/posenc-text, got no lib/libposenc_analysis_torch.so, bin/posenc, bin/posenc-text in {build} "
+        f"(cmake --build {build} --target posenc_nn posenc_analysis_torch posenc posenc-text)")
 
 
 def test_refuses_a_libtorch_of_another_version(tmp_path):

@@ -1,0 +1,33 @@
+// `posenc corpus [--sources wordnet,gcide,fortunes] [--vocab-size N]
+// [--model-type unigram|bpe] [--cache DIR] [--root DIR] [--json]`: the experiments'
+// English corpus (Debian packages), its deterministic split and size; with
+// --vocab-size, the SentencePiece model trained on the training split (cached
+// in --cache, reused when present) and the tokens per split.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace posenc::cli {
+
+class CorpusCommand {
+ public:
+  explicit CorpusCommand(CLI::App& parent);
+  CorpusCommand(const CorpusCommand&) = delete;  // CLI11 holds pointers to the members
+  CorpusCommand& operator=(const CorpusCommand&) = delete;
+
+  bool selected() const { return app_->parsed(); }
+  void run() const;
+
+ private:
+  CLI::App* app_;
+  std::vector<std::string> sources_ = {"wordnet", "gcide", "fortunes"};
+  int64_t vocab_size_ = 0;
+  std::string model_type_ = "unigram";
+  std::string cache_ = "out/tokenizer";
+  std::string root_ = "/";
+  bool json_ = false;
+};
+
+}  // namespace posenc::cli

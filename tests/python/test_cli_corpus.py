@@ -1,0 +1,180 @@
+"""`posenc corpus` (docs/experiments.md): the corpus of the experiments read
+from a package tree written here (--root), its split, and the SentencePiece
+tokenizer trained on the training split and reused from the cache; the
+command runs in posenc-text (no libtorch in that process) with posenc's
+exit codes and one-line errors. The binary comes from $POSENC_CLI, default
+<repo>/build/bin/posenc; posenc-text sits beside it."""
+
+import gzip
+import hashlib
+import json
+import os
+import pathlib
+import random
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CLI = os.environ.get("POSENC_CLI", str(REPO / "build" / "bin" / "posenc"))
+TEXT_TOOL = str(pathlib.Path(CLI).parent / "posenc-text")
+
+WORDS = ("the a of to and in that is was he for it with as his on be at by had not are but from or have an they "
+         "which one you were all her she there would their we him been has when who will more no if out so said "
+         "what up its about into than them can only other new some could time these two may then do first any my "
+         "now such like our over man me even most made after also did many before must through back years where "
+         "much your way well down should because each just those people how too little state good very make world "
+         "still own see men work long get here between both life being under never day same another know while "
+         "last might us great old year off come since against go came right used take three").split()
+
+
+def run(*args, tool=CLI, cwd=None):
+    if not os.path.exists(tool):
+        pytest.fail(f"{tool} not found: build it first or set POSENC_CLI")
+    return subprocess.run([tool, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def fnv_split(key):
+    """64-bit FNV-1a of the key, mod 100: < 80 train, < 90 validation, else test (written here)."""
+    h = 0xcbf29ce484222325
+    for byte in key.encode():
+        h = ((h ^ byte) * 0x100000001b3) % 2 ** 64
+    bucket = h % 100
+    return "train" if bucket < 80 else "validation" if bucket < 90 else "test"
+
+
+def b64(value):
+    digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    out = ""
+    while True:
+        out = digits[value % 64] + out
+        value //= 64
+        if value == 0:
+            return out
+
+
+def sentence(rng, n):
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """wordnet-base, dict-gcide and fortunes files under tmp_path/root, in the packages' formats."""
+    rng = random.Random(5)
+    root = tmp_path / "root"
+    wordnet = root / "usr" / "share" / "wordnet"
+    wordnet.mkdir(parents=True)
+    synsets = {"noun": [], "verb": [], "adj": [], "adv": []}
+    for i in range(300):
+        part = ("noun", "verb", "adj", "adv")[i % 4]
+        pos = part[0] if part != "adv" else "r"
+        lex = {"noun": 5 + i % 20, "verb": 29 + i % 14, "adj": 0, "adv": 2}[part]
+        offset = f"{1000 + i:08d}"
+        synsets[part].append((pos, offset, f"{offset} {lex:02d} {pos} 01 w{i} 0 000 | {sentence(rng, 8)}  "))
+    for part, lines in synsets.items():
+        (wordnet / f"data.{part}").write_text("  1 license header\n" + "".join(l + "\n" for _, _, l in lines))
+    dictd = root / "usr" / "share" / "dictd"
+    dictd.mkdir(parents=True)
+    texts, index = [], []
+    at = 0
+    for i in range(200):
+        text = f"Word{i} \\Word\"{i}\\, n. {sentence(rng, 12)}.\n   [1913 Webster]\n"
+        index.append(f"word{i}\t{b64(at)}\t{b64(len(text.encode()))}\n")
+        texts.append(text)
+        at += len(text.encode())
+    (dictd / "gcide.index").write_text("".join(index))
+    with gzip.open(dictd / "gcide.dict.dz", "wb") as f:
+        f.write("".join(texts).encode())
+    fortunes = root / "usr" / "share" / "games" / "fortunes"
+    fortunes.mkdir(parents=True)
+    for category in ("food", "law"):
+        (fortunes / category).write_text("\n%\n".join(sentence(rng, 10) for _ in range(100)) + "\n")
+        (fortunes / f"{category}.dat").write_bytes(b"\x00\x01 index")
+    return root, synsets
+
+
+def corpus_json(*args, tool=CLI):
+    r = run("corpus", *args, "--json", tool=tool)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return json.loads(r.stdout)
+
+
+def test_documents_and_splits(tree):
+    root, synsets = tree
+    j = corpus_json("--root", root)
+    assert [s["source"] for s in j["sources"]] == ["wordnet", "gcide", "fortunes"]
+    expected = {"train": 0, "validation": 0, "test": 0}
+    for part, lines in synsets.items():
+        for pos, offset, _ in lines:
+            expected[fnv_split(f"wordnet:{pos}{offset}")] += 1
+    wordnet = j["sources"][0]
+    assert {k: wordnet[k]["documents"] for k in expected} == expected
+    gcide = {k: j["sources"][1][k]["documents"] for k in expected}
+    assert gcide == {k: sum(fnv_split(f"gcide:word{i}") == k for i in range(200)) for k in expected}
+    fortunes = {k: j["sources"][2][k]["documents"] for k in expected}
+    assert fortunes == {k: sum(fnv_split(f"fortunes:{c}#{i}") == k for c in ("food", "law") for i in range(1, 101))
+                        for k in expected}
+    # Each wordnet document is "w<i>: <8 words>": 9 words; each fortune 10.
+    assert sum(wordnet[k]["words"] for k in expected) == 300 * 9
+    assert sum(j["sources"][2][k]["words"] for k in expected) == 200 * 10
+    assert "tokenizer" not in j
+
+
+def test_tokenizer_trained_once_then_reused(tree, tmp_path):
+    root, _ = tree
+    cache = tmp_path / "cache"
+    first = corpus_json("--root", root, "--sources", "wordnet,fortunes", "--vocab-size", 120, "--cache", cache)
+    assert first["tokenizer"]["cached"] is False and first["tokenizer"]["vocab_size"] == 120
+    model = pathlib.Path(first["tokenizer"]["model"])
+    assert model.parent == cache and model.name.startswith("spm-") and model.suffix == ".model"
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+    tokens = sum(s[k]["tokens"] for s in first["sources"] for k in ("train", "validation", "test"))
+    assert tokens > 0
+    # The second run finds the model and gives the same counts; posenc-text directly gives the same.
+    second = corpus_json("--root", root, "--sources", "wordnet,fortunes", "--vocab-size", 120, "--cache", cache)
+    assert second["tokenizer"]["cached"] is True and second["sources"] == first["sources"]
+    assert hashlib.sha256(model.read_bytes()).hexdigest() == digest
+    direct = corpus_json("--root", root, "--sources", "wordnet,fortunes", "--vocab-size", 120, "--cache", cache,
+                         tool=TEXT_TOOL)
+    assert direct == second
+    # Another vocabulary is another model beside it.
+    third = corpus_json("--root", root, "--sources", "wordnet,fortunes", "--vocab-size", 100, "--cache", cache)
+    assert third["tokenizer"]["model"] != first["tokenizer"]["model"] and len(list(cache.iterdir())) == 2
+
+
+def test_text_output(tree, tmp_path):
+    root, _ = tree
+    r = run("corpus", "--root", root, "--sources", "fortunes")
+    assert r.returncode == 0 and r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["source", "split", "documents", "bytes", "words"]
+    assert [line.split()[:2] for line in lines[1:]] == [["fortunes", "train"], ["fortunes", "validation"],
+                                                        ["fortunes", "test"]]
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--sources", "wiki"], 2, "[corpus] source must be one of wordnet, gcide, fortunes, got 'wiki'"),
+    (["--sources", "gcide,gcide"], 2, "[corpus] source 'gcide' is named twice"),
+    (["--vocab-size", 3], 2, "[tokenizer] vocab_size must be >= 16, got 3"),
+    (["--vocab-size", 100, "--model-type", "word2vec"], 2,
+     '[tokenizer] model_type must be "unigram" or "bpe", got "word2vec"'),
+    (["--frobnicate"], 2, "The following argument was not expected: --frobnicate"),
+])
+def test_bad_arguments(tree, tmp_path, args, code, message):
+    root, _ = tree
+    r = run("corpus", "--root", root, "--cache", tmp_path / "c", *args)
+    assert (r.returncode, r.stdout, r.stderr) == (code, "", f"posenc: {message}\n")
+
+
+def test_missing_package_is_named(tmp_path):
+    r = run("corpus", "--root", tmp_path, "--sources", "gcide")
+    assert r.returncode == 1
+    assert r.stderr == (f"posenc: [corpus] {tmp_path}/usr/share/dictd/gcide.index: not found; install Debian's "
+                        "dict-gcide (bash scripts/setup.sh)\n")
+
+
+def test_help_lists_corpus():
+    r = run("--help")
+    assert r.returncode == 0 and "corpus" in r.stdout
+    r = run("corpus", "--help")
+    assert r.returncode == 0 and "--vocab-size" in r.stdout
