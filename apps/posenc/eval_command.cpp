@@ -1,5 +1,6 @@
 #include "eval_command.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -42,6 +43,7 @@ int EvalCommand::run() const {
   for (const std::string& w : report.warnings) std::cerr << "posenc: warning: " << w << '\n';
   const nn::TrainConfig& c = report.config;
   const nn::Task task = nn::Task::parse(c.task, c.task_options);
+  const bool perplexity = task.kind() == nn::TaskKind::kText;  // a language model on text: exp(loss) per token
   if (json_) {
     nlohmann::ordered_json out{{"checkpoint", report.checkpoint.string()},
                                {"step", report.step},
@@ -53,6 +55,7 @@ int EvalCommand::run() const {
     for (const nn::EvalLength& r : report.lengths) {
       if (r.error.empty()) {
         rows.push_back({{"seq_len", r.seq_len}, {"loss", r.loss}, {"accuracy", r.accuracy}, {"count", r.count}});
+        if (perplexity) rows.back()["perplexity"] = std::exp(r.loss);
       } else {
         rows.push_back({{"seq_len", r.seq_len}, {"error", r.error}});
       }
@@ -62,13 +65,18 @@ int EvalCommand::run() const {
   } else {
     std::cout << "checkpoint " << report.checkpoint.string() << ": " << c.task << " with " << c.encoding
               << ", trained at seq_len " << c.seq_len << "; accuracy = " << task.metric() << '\n';
-    std::cout << "seq_len      loss  accuracy     count\n";
+    std::cout << "seq_len      loss  accuracy     count" << (perplexity ? "  perplexity" : "") << '\n';
     for (const nn::EvalLength& r : report.lengths) {
       char text[128];
       if (r.error.empty()) {
         std::snprintf(text, sizeof text, "%7lld %9.4f %9.4f %9lld", static_cast<long long>(r.seq_len), r.loss,
                       r.accuracy, static_cast<long long>(r.count));
-        std::cout << text << '\n';
+        std::cout << text;
+        if (perplexity) {
+          std::snprintf(text, sizeof text, " %11.2f", std::exp(r.loss));
+          std::cout << text;
+        }
+        std::cout << '\n';
       } else {
         std::snprintf(text, sizeof text, "%7lld", static_cast<long long>(r.seq_len));
         std::cout << text << "  error: " << r.error << '\n';

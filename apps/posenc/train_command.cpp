@@ -62,14 +62,14 @@ std::string progress_line(const nn::TrainProgress& p, bool bar) {
 }  // namespace
 
 TrainCommand::TrainCommand(CLI::App& parent) {
-  app_ = parent.add_subcommand("train", "Train a small transformer on a synthetic task, with checkpoints");
+  app_ = parent.add_subcommand("train", "Train a small transformer on a synthetic task or on text, with checkpoints");
   app_->footer(
       "Tasks: order (encoder, A before B?), span (encoder, extraction), lookback (decoder, token k back), copy "
-      "(decoder). Encodings: posenc encodings. Writes DIR/config.json, DIR/metrics.jsonl, DIR/throughput.jsonl "
+      "(decoder), text (decoder, causal LM on a posenc corpus --out directory). Encodings: posenc encodings. Writes DIR/config.json, DIR/metrics.jsonl, DIR/throughput.jsonl "
       "and DIR/checkpoints/step-NNNNNNNN; --resume continues from the newest valid checkpoint, bit-identical to "
       "an uninterrupted run with the same seed and --threads.");
   config_.threads = kernels::available_cores();  // the affinity mask, not the machine
-  app_->add_option("--task", config_.task, "order | span | lookback | copy")->required();
+  app_->add_option("--task", config_.task, "order | span | lookback | copy | text")->required();
   app_->add_option("--encoding", config_.encoding, "Encoding name, e.g. rope, alibi, learned+shaw")->required();
   app_->add_option("--out", out_, "Run directory")->required();
   app_->add_flag("--resume", resume_, "Continue from the newest valid checkpoint in --out");
@@ -97,15 +97,23 @@ TrainCommand::TrainCommand(CLI::App& parent) {
   app_->add_option("--keep-checkpoints", config_.keep_checkpoints, "Newest checkpoints kept")->capture_default_str();
   app_->add_option("--log-every", config_.log_every, "Steps per metrics line and progress update")
       ->capture_default_str();
-  app_->add_option("--vocab-size", config_.task_options.vocab_size, "Task vocabulary")->capture_default_str();
+  vocab_size_ = app_->add_option("--vocab-size", config_.task_options.vocab_size,
+                                 "Task vocabulary (text: the data's, which is the default)")
+                    ->capture_default_str();
   lookback_ = app_->add_option("--lookback", config_.task_options.lookback, "lookback: k")->capture_default_str();
   max_span_ = app_->add_option("--max-span", config_.task_options.max_span, "span: longest answer")
                   ->capture_default_str();
+  data_ = app_->add_option("--data", config_.task_options.data,
+                           "text: a directory written by posenc corpus --vocab-size N --out DIR");
+  eval_split_ = app_->add_option("--eval-split", config_.task_options.eval_split,
+                                 "text: the split evaluation reads, validation or test")
+                    ->capture_default_str();
 }
 
 int TrainCommand::run() const {
   // Each task option belongs to one task: given to another, it would be silently ignored.
-  for (const auto& [option, task] : {std::pair{lookback_, "lookback"}, std::pair{max_span_, "span"}}) {
+  for (const auto& [option, task] : {std::pair{lookback_, "lookback"}, std::pair{max_span_, "span"},
+                                     std::pair{data_, "text"}, std::pair{eval_split_, "text"}}) {
     if (option->count() > 0 && config_.task != task) {
       fail_argument("train", option->get_name(), " does not apply to task '", config_.task, "' (only to '", task,
                     "')");
@@ -132,7 +140,9 @@ int TrainCommand::run() const {
   };
   nn::TrainResult r;
   try {
-    r = nn::train(config_, out_, {.resume = resume_}, callbacks);
+    nn::TrainConfig config = config_;
+    if (config.task == "text" && vocab_size_->count() == 0) config.task_options.vocab_size = 0;  // the data's
+    r = nn::train(config, out_, {.resume = resume_}, callbacks);
   } catch (...) {
     end_bar();
     throw;

@@ -24,6 +24,9 @@ class TrainCommand {
   CLI::App* app_;
   CLI::Option* lookback_ = nullptr;
   CLI::Option* max_span_ = nullptr;
+  CLI::Option* data_ = nullptr;
+  CLI::Option* eval_split_ = nullptr;
+  CLI::Option* vocab_size_ = nullptr;
   nn::TrainConfig config_;
   std::string out_;
   bool resume_ = false;

@@ -8,7 +8,11 @@
 #include <filesystem>
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
+#include <system_error>
 
+#include "posenc/io/atomic_file.h"
+#include "posenc/io/npy.h"
 #include "posenc/text/corpus.h"
 #include "posenc/text/tokenizer.h"
 
@@ -28,7 +32,42 @@ CorpusCommand::CorpusCommand(CLI::App& parent) {
   app_->add_option("--cache", cache_, "Where tokenizer models are cached")->capture_default_str();
   app_->add_option("--root", root_, "Read the packages' files under this directory instead of / (a copy, a test tree)")
       ->capture_default_str();
+  app_->add_option("--out", out_,
+                   "With --vocab-size: write DIR/{train,validation,test}.ids.npy (int64 token ids, each document "
+                   "followed by eos = 3), DIR/tokenizer.model and DIR/corpus.json, for posenc train --task text");
   app_->add_flag("--json", json_, "One JSON object");
+}
+
+// DIR/corpus.json last: a directory with it is complete (each file is written atomically).
+void CorpusCommand::write_dataset(const text::Tokenizer& tokenizer, const text::CorpusStats& stats,
+                                  const std::vector<std::array<int64_t, 3>>& tokens,
+                                  const std::array<std::vector<int64_t>, 3>& ids) const {
+  const std::filesystem::path dir = out_;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("[corpus] " + out_ + ": cannot create the directory: " + ec.message());
+  nlohmann::ordered_json splits;
+  for (int split = 0; split < 3; ++split) {
+    const std::string name(text::split_name(static_cast<text::Split>(split)));
+    const std::vector<int64_t>& values = ids[static_cast<size_t>(split)];
+    io::write_npy((dir / (name + ".ids.npy")).string(), values, {static_cast<int64_t>(values.size())});
+    splits[name] = static_cast<int64_t>(values.size());
+  }
+  io::write_file_atomically("corpus", (dir / "tokenizer.model").string(),
+                            io::read_regular_file("corpus", tokenizer.model_file().string()));
+  nlohmann::ordered_json j;
+  j["format"] = "posenc-text-ids-1";
+  j["vocab_size"] = tokenizer.vocab_size();
+  j["model_type"] = model_type_;
+  j["eos_id"] = text::kEosId;
+  j["sources"] = stats.sources;
+  j["tokens"] = splits;  // per split, eos separators included
+  nlohmann::ordered_json per_source;
+  for (size_t i = 0; i < stats.sources.size(); ++i) {
+    per_source[stats.sources[i]] = {{"train", tokens[i][0]}, {"validation", tokens[i][1]}, {"test", tokens[i][2]}};
+  }
+  j["tokens_per_source"] = per_source;
+  io::write_file_atomically("corpus", (dir / "corpus.json").string(), j.dump(2) + "\n");
 }
 
 void CorpusCommand::run() const {
@@ -47,6 +86,10 @@ void CorpusCommand::run() const {
   std::string model_file;
   bool cached = false;
   double seconds = 0;
+  if (!out_.empty() && app_->count("--vocab-size") == 0) {
+    throw std::invalid_argument("[corpus] --out needs --vocab-size (the token ids come from that tokenizer)");
+  }
+  std::array<std::vector<int64_t>, 3> ids;  // per split, for --out
   if (vocab_size_ > 0 || app_->count("--vocab-size") > 0) {
     text::TokenizerOptions t;
     t.vocab_size = vocab_size_;
@@ -63,8 +106,15 @@ void CorpusCommand::run() const {
     for (const text::Document& d : docs) {
       const size_t k = static_cast<size_t>(
           std::find(stats.sources.begin(), stats.sources.end(), d.source) - stats.sources.begin());
-      tokens[k][static_cast<size_t>(d.split)] += static_cast<int64_t>(tokenizer.encode(d.text).size());
+      const std::vector<int32_t> encoded = tokenizer.encode(d.text);
+      tokens[k][static_cast<size_t>(d.split)] += static_cast<int64_t>(encoded.size());
+      if (!out_.empty()) {
+        std::vector<int64_t>& split = ids[static_cast<size_t>(d.split)];
+        split.insert(split.end(), encoded.begin(), encoded.end());
+        split.push_back(text::kEosId);
+      }
     }
+    if (!out_.empty()) write_dataset(tokenizer, stats, tokens, ids);
   }
 
   if (json_) {

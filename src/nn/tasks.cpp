@@ -1,10 +1,17 @@
 #include "posenc/nn/tasks.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <filesystem>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "posenc/error.h"
+#include "posenc/io/atomic_file.h"
+#include "posenc/io/npy.h"
 
 namespace posenc::nn {
 namespace {
@@ -54,9 +61,81 @@ void check_logits(const at::Tensor& logits, const char* name, std::vector<int64_
           logits.sizes());
 }
 
+constexpr const char* kTextFormat = "posenc-text-ids-1";
+constexpr const char* kSplitNames[] = {"train", "validation", "test"};
+
 }  // namespace
 
+// The three splits of a text data directory, loaded once per process and path.
+struct Task::TextData {
+  int64_t vocab_size = 0;
+  std::vector<int64_t> splits[3];  // train, validation, test
+
+  const std::vector<int64_t>& split(std::string_view name) const {
+    for (int i = 0; i < 3; ++i) {
+      if (name == kSplitNames[i]) return splits[i];
+    }
+    return splits[0];
+  }
+
+  static std::shared_ptr<const TextData> load(const std::string& dir) {
+    static std::mutex mutex;
+    static std::map<std::string, std::weak_ptr<const TextData>> loaded;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto cached = loaded[dir].lock()) return cached;
+    auto data = std::make_shared<TextData>();
+    const std::string meta_path = (std::filesystem::path(dir) / "corpus.json").string();
+    std::error_code ec;
+    if (!std::filesystem::exists(meta_path, ec)) {
+      fail_argument(kOp, "data must be a directory written by posenc corpus --out (with corpus.json), got '", dir,
+                    "'");
+    }
+    nlohmann::json meta;
+    try {
+      meta = nlohmann::json::parse(io::read_regular_file("task", meta_path));
+    } catch (const nlohmann::json::exception&) {
+      fail_runtime(kOp, meta_path, ": not valid JSON");
+    }
+    if (!meta.is_object() || meta.value("format", "") != kTextFormat || !meta.contains("vocab_size") ||
+        !meta["vocab_size"].is_number_integer()) {
+      fail_runtime(kOp, meta_path, ": not a posenc corpus --out description (format '", kTextFormat,
+                   "' with vocab_size)");
+    }
+    data->vocab_size = meta["vocab_size"].get<int64_t>();
+    if (data->vocab_size < 2) fail_runtime(kOp, meta_path, ": vocab_size must be >= 2, got ", data->vocab_size);
+    for (int i = 0; i < 3; ++i) {
+      const std::string path = (std::filesystem::path(dir) / (std::string(kSplitNames[i]) + ".ids.npy")).string();
+      const io::NpyArray a = io::read_npy(path);
+      if (a.shape.size() != 1 || a.dtype() != io::DType::kInt64) {
+        fail_runtime(kOp, path, ": must hold a 1-D int64 array of token ids");
+      }
+      data->splits[i] = a.values<int64_t>();
+      for (size_t k = 0; k < data->splits[i].size(); ++k) {
+        const int64_t id = data->splits[i][k];
+        if (id < 0 || id >= data->vocab_size) {
+          fail_runtime(kOp, path, ": token id ", id, " at ", k, " is outside the vocabulary [0, ",
+                       data->vocab_size, ")");
+        }
+      }
+    }
+    loaded[dir] = data;
+    return data;
+  }
+};
+
+int64_t text_data_vocab_size(const std::string& data_dir) { return Task::TextData::load(data_dir)->vocab_size; }
+
 Task::Task(TaskKind kind, TaskOptions options) : kind_(kind), options_(options) {
+  if (kind_ == TaskKind::kText) {
+    require(!options_.data.empty(), kOp,
+            "data must name a directory written by posenc corpus --out for 'text', got none");
+    require(options_.eval_split == "validation" || options_.eval_split == "test", kOp,
+            "eval_split must be 'validation' or 'test', got '", options_.eval_split, "'");
+    text_ = TextData::load(options_.data);
+    if (options_.vocab_size == 0) options_.vocab_size = text_->vocab_size;
+    require(options_.vocab_size == text_->vocab_size, kOp, "vocab_size must be the data's (", text_->vocab_size,
+            ", ", options_.data, "/corpus.json) for 'text', got ", options_.vocab_size);
+  }
   const int64_t min_vocab = model() == ModelKind::kEncoder ? kFirstFiller + 2 : 2;
   require(options_.vocab_size >= min_vocab, kOp, "vocab_size must be >= ", min_vocab, " for '", name(), "', got ",
           options_.vocab_size);
@@ -65,7 +144,7 @@ Task::Task(TaskKind kind, TaskOptions options) : kind_(kind), options_(options) 
 }
 
 const std::vector<std::string>& Task::names() {
-  static const std::vector<std::string> kNames = {"order", "span", "lookback", "copy"};
+  static const std::vector<std::string> kNames = {"order", "span", "lookback", "copy", "text"};
   return kNames;
 }
 
@@ -74,7 +153,7 @@ Task Task::parse(std::string_view name, TaskOptions options) {
   for (size_t i = 0; i < known.size(); ++i) {
     if (name == known[i]) return Task(static_cast<TaskKind>(i), options);
   }
-  fail_argument(kOp, "unknown task '", name, "'; known: order, span, lookback, copy");
+  fail_argument(kOp, "unknown task '", name, "'; known: order, span, lookback, copy, text");
 }
 
 std::string_view Task::name() const noexcept { return names()[static_cast<size_t>(kind_)]; }
@@ -89,6 +168,7 @@ std::string_view Task::metric() const noexcept {
     case TaskKind::kSpan: return "exact match (start and end both right)";
     case TaskKind::kLookback: return "next-token accuracy at target positions >= k";
     case TaskKind::kCopy: return "next-token accuracy on the second half";
+    case TaskKind::kText: return "next-token accuracy on text (loss: cross-entropy in nats; perplexity exp(loss))";
   }
   return "";
 }
@@ -99,6 +179,7 @@ int64_t Task::min_seq_len() const noexcept {
     case TaskKind::kSpan: return options_.max_span + 3;  // [CLS], query, answer, terminator
     case TaskKind::kLookback: return options_.lookback + 1;  // at least one scored target
     case TaskKind::kCopy: return 2;
+    case TaskKind::kText: return 1;
   }
   return 0;
 }
@@ -147,6 +228,7 @@ Batch Task::batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch
     out.labels = kind_ == TaskKind::kOrder ? to_tensor(labels, {B}) : to_tensor(labels, {B, 2});
     return out;
   }
+  if (kind_ == TaskKind::kText) return text_batch(seed, stream, index, B, T);
   // Decoder: T + 1 symbols per row, inputs x[0..T), targets x[1..T].
   const int64_t period = kind_ == TaskKind::kLookback ? options_.lookback : (T + 1) / 2;
   std::vector<int64_t> tokens(cells), labels(cells);
@@ -164,6 +246,27 @@ Batch Task::batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch
   out.tokens = to_tensor(tokens, {B, T});
   out.labels = to_tensor(labels, {B, T});
   out.loss_mask = to_mask(scored, {B, T});
+  return out;
+}
+
+Batch Task::text_batch(uint64_t seed, DataStream stream, int64_t index, int64_t B, int64_t T) const {
+  const std::string_view split = stream == DataStream::kTrain ? "train" : std::string_view(options_.eval_split);
+  const std::vector<int64_t>& ids = text_->split(split);
+  const auto n = static_cast<int64_t>(ids.size());
+  require(n > T, kOp, "seq_len ", T, " needs ", T + 1, " tokens; the ", split, " split of ", options_.data, " holds ",
+          n);
+  const size_t cells = static_cast<size_t>(B * T);
+  std::vector<int64_t> tokens(cells), labels(cells);
+  for (int64_t r = 0; r < B; ++r) {
+    RowRandom rng(seed, stream, index, r);
+    const int64_t start = rng.below(n - T);  // x = ids[start .. start + T]
+    std::copy(ids.begin() + start, ids.begin() + start + T, tokens.begin() + r * T);
+    std::copy(ids.begin() + start + 1, ids.begin() + start + T + 1, labels.begin() + r * T);
+  }
+  Batch out;
+  out.tokens = to_tensor(tokens, {B, T});
+  out.labels = to_tensor(labels, {B, T});
+  out.loss_mask = at::ones({B, T}, at::kBool);
   return out;
 }
 

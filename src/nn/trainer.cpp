@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -58,6 +59,7 @@ ordered_json trajectory_fields(const TrainConfig& c) {
                       {"vocab_size", c.task_options.vocab_size},
                       {"lookback", c.task_options.lookback},
                       {"max_span", c.task_options.max_span},
+                      {"data", c.task_options.data},
                       {"layers", c.layers},
                       {"dim", c.dim},
                       {"heads", c.heads},
@@ -296,7 +298,12 @@ json parse_state(const Checkpoint& c) {
 
 TrainConfig resolve_train_config(const TrainConfig& config) {
   TrainConfig c = config;
+  if (!c.task_options.data.empty()) {
+    // Absolute, so that a run's config.json still finds its data from another directory.
+    c.task_options.data = std::filesystem::absolute(c.task_options.data).lexically_normal().string();
+  }
   const Task task = Task::parse(c.task, c.task_options);
+  c.task_options.vocab_size = task.vocab_size();  // text: 0 becomes the data's
   require(c.layers >= 1, kOp, "layers must be >= 1, got ", c.layers);
   require(c.dim >= 1, kOp, "dim must be >= 1, got ", c.dim);
   require(c.heads >= 1, kOp, "heads must be >= 1, got ", c.heads);
@@ -345,6 +352,10 @@ std::string train_config_json(const TrainConfig& c) {
   j["task_options"] = ordered_json{{"vocab_size", c.task_options.vocab_size},
                                    {"lookback", c.task_options.lookback},
                                    {"max_span", c.task_options.max_span}};
+  if (!c.task_options.data.empty()) {
+    j["task_options"]["data"] = c.task_options.data;
+    j["task_options"]["eval_split"] = c.task_options.eval_split;
+  }
   j["encoding"] = c.encoding;
   j["encoding_parts"] = parse_encoding(c.encoding).parts;
   j["encoding_parameters"] = ordered_json{{"base", e.base},
@@ -387,6 +398,8 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   c.task_options.vocab_size = field<int64_t>(options, "vocab_size", source);
   c.task_options.lookback = field<int64_t>(options, "lookback", source);
   c.task_options.max_span = field<int64_t>(options, "max_span", source);
+  if (options.contains("data")) c.task_options.data = field<std::string>(options, "data", source);
+  if (options.contains("eval_split")) c.task_options.eval_split = field<std::string>(options, "eval_split", source);
   c.encoding = field<std::string>(j, "encoding", source);
   const json p = field<json>(j, "encoding_parameters", source);
   c.encoding_config.base = field<double>(p, "base", source);
@@ -455,7 +468,8 @@ TaskScore TaskModel::score(const Batch& batch) {
       return task_.score_span(start, end, batch);
     }
     case TaskKind::kLookback:
-    case TaskKind::kCopy: break;
+    case TaskKind::kCopy:
+    case TaskKind::kText: break;
   }
   return task_.score_language_model(decoder_->forward(batch.tokens), batch);
 }

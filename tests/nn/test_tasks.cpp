@@ -7,11 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <tuple>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "../kernels/check.h"
+#include "posenc/io/npy.h"
+#include "test_files.h"
 #include "posenc/nn/tasks.h"
 
 namespace posenc::nn::test {
@@ -32,10 +37,11 @@ bool equal(const Batch& a, const Batch& b) {
          same(a.loss_mask, b.loss_mask);
 }
 
+// The synthetic tasks; "text" reads files and has its own tests below.
 const std::vector<std::string> kTaskNames = {"order", "span", "lookback", "copy"};
 
 TEST(Tasks, NamesModelsAndMinimumLengths) {
-  EXPECT_EQ(Task::names(), kTaskNames);
+  EXPECT_EQ(Task::names(), (std::vector<std::string>{"order", "span", "lookback", "copy", "text"}));
   const Task order = Task::parse("order"), span = Task::parse("span", {.max_span = 5});
   const Task lookback = Task::parse("lookback", {.lookback = 4}), copy = Task::parse("copy");
   EXPECT_EQ(order.model(), ModelKind::kEncoder);
@@ -262,7 +268,7 @@ TEST(Tasks, ScoresMatchAPlainCrossEntropy) {
 }
 
 TEST(Tasks, BadArgumentsAreRefusedWithExactMessages) {
-  expect_error([] { Task::parse("sort"); }, "[task] unknown task 'sort'; known: order, span, lookback, copy");
+  expect_error([] { Task::parse("sort"); }, "[task] unknown task 'sort'; known: order, span, lookback, copy, text");
   expect_error([] { Task::parse("order", {.vocab_size = 7}); }, "[task] vocab_size must be >= 8 for 'order', got 7");
   expect_error([] { Task::parse("copy", {.vocab_size = 1}); }, "[task] vocab_size must be >= 2 for 'copy', got 1");
   expect_error([] { Task::parse("lookback", {.lookback = 0}); }, "[task] lookback must be >= 1, got 0");
@@ -273,6 +279,82 @@ TEST(Tasks, BadArgumentsAreRefusedWithExactMessages) {
   const Batch b = span.batch(0, DataStream::kTrain, 0, 2, 8);
   expect_error([&] { span.score_span(at::zeros({2, 7}), at::zeros({2, 8}), b); },
                "[task] start_logits must have shape [2, 8], got [2, 7]");
+}
+
+// ---------------------------------------------------------------------------
+// text: windows of a token stream written by posenc corpus --out.
+
+// A data directory with splits 0 .. n-1 (train, ids i % vocab), 1000 + i (validation)
+// and 2000 + i (test), so a window's split and start can be read off its first token.
+// declared_vocab goes to corpus.json (the ids stay below 3000).
+std::filesystem::path text_dir(const std::string& name, int64_t declared_vocab = 3000) {
+  const int64_t vocab = 3000, train = 500, validation = 300, test = 200;
+  const std::filesystem::path dir = fresh_test_dir("posenc_text_task_" + name);
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const char* split, int64_t n, int64_t offset) {
+    std::vector<int64_t> ids(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = (offset + i) % vocab;
+    io::write_npy((dir / (std::string(split) + ".ids.npy")).string(), ids, {n});
+  };
+  write("train", train, 0);
+  write("validation", validation, 1000);
+  write("test", test, 2000);
+  std::ofstream(dir / "corpus.json") << "{\"format\": \"posenc-text-ids-1\", \"vocab_size\": " << declared_vocab
+                                      << "}";
+  return dir;
+}
+
+TEST(TextTask, WindowsAreConsecutiveTokensOfTheSplit) {
+  const std::filesystem::path dir = text_dir("windows");
+  const Task task = Task::parse("text", {.vocab_size = 0, .data = dir.string()});
+  EXPECT_EQ(task.vocab_size(), 3000);  // 0: the data's
+  EXPECT_EQ(task.model(), ModelKind::kDecoder);
+  EXPECT_EQ(task.min_seq_len(), 1);
+  const int64_t T = 64;
+  const std::tuple<DataStream, int64_t, int64_t> streams[] = {{DataStream::kTrain, 0, 500},
+                                                              {DataStream::kEval, 1000, 1300}};
+  for (const auto& [stream, lo, hi] : streams) {
+    const Batch b = task.batch(3, stream, 2, 8, T);
+    ASSERT_EQ(b.tokens.sizes(), (std::vector<int64_t>{8, T}));
+    EXPECT_TRUE(b.loss_mask.all().item<bool>());  // every position is scored
+    for (int64_t r = 0; r < 8; ++r) {
+      const std::vector<int64_t> row = row_of(b.tokens, r), y = row_of(b.labels, r);
+      EXPECT_GE(row[0], lo);
+      EXPECT_LE(row[0] + T, hi - 1);  // the label window ends inside the split
+      for (int64_t t = 0; t < T; ++t) {
+        EXPECT_EQ(row[static_cast<size_t>(t)], row[0] + t);
+        EXPECT_EQ(y[static_cast<size_t>(t)], row[0] + t + 1);
+      }
+    }
+    EXPECT_TRUE(b.tokens.equal(task.batch(3, stream, 2, 8, T).tokens));  // a pure function
+  }
+  // eval_split test reads the test split; the whole split fits one window exactly.
+  const Task test = Task::parse("text", {.vocab_size = 3000, .data = dir.string(), .eval_split = "test"});
+  const Batch b = test.batch(0, DataStream::kEval, 0, 2, 199);
+  EXPECT_EQ(row_of(b.tokens, 0)[0], 2000);
+  EXPECT_EQ(row_of(b.labels, 1)[198], 2199);
+}
+
+TEST(TextTask, RefusesWhatItCannotRead) {
+  const std::filesystem::path dir = text_dir("refusals");
+  expect_error([] { Task::parse("text", {}); },
+               "[task] data must name a directory written by posenc corpus --out for 'text', got none");
+  expect_error([&] { Task::parse("text", {.vocab_size = 32, .data = dir.string()}); },
+               "[task] vocab_size must be the data's (3000, " + dir.string() + "/corpus.json) for 'text', got 32");
+  expect_error([&] { Task::parse("text", {.vocab_size = 0, .data = dir.string(), .eval_split = "dev"}); },
+               "[task] eval_split must be 'validation' or 'test', got 'dev'");
+  expect_error([&] { Task::parse("text", {.vocab_size = 0, .data = (dir / "none").string()}); },
+               "[task] data must be a directory written by posenc corpus --out (with corpus.json), got '" +
+                   (dir / "none").string() + "'");
+  const Task task = Task::parse("text", {.vocab_size = 0, .data = dir.string()});
+  expect_error([&] { task.batch(0, DataStream::kEval, 0, 1, 300); },
+               "[task] seq_len 300 needs 301 tokens; the validation split of " + dir.string() + " holds 300");
+  const std::filesystem::path bad = text_dir("bad_ids", 1500);  // the test split's ids start at 2000
+  expect_error<std::runtime_error>([&] { Task::parse("text", {.vocab_size = 0, .data = bad.string()}); },
+                                   "[task] " + (bad / "test.ids.npy").string() +
+                                       ": token id 2000 at 0 is outside the vocabulary [0, 1500)");
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(bad);
 }
 
 }  // namespace

@@ -178,3 +178,45 @@ def test_help_lists_corpus():
     assert r.returncode == 0 and "corpus" in r.stdout
     r = run("corpus", "--help")
     assert r.returncode == 0 and "--vocab-size" in r.stdout
+
+
+def test_out_writes_token_ids_that_train_a_text_model(tree, tmp_path):
+    import math
+
+    import numpy as np
+
+    root, _ = tree
+    data = tmp_path / "data"
+    j = corpus_json("--root", root, "--vocab-size", 150, "--cache", tmp_path / "cache", "--out", data)
+    meta = json.loads((data / "corpus.json").read_text())
+    assert meta["format"] == "posenc-text-ids-1" and meta["vocab_size"] == 150 and meta["eos_id"] == 3
+    assert meta["sources"] == ["wordnet", "gcide", "fortunes"]
+    assert (data / "tokenizer.model").read_bytes() == pathlib.Path(j["tokenizer"]["model"]).read_bytes()
+    for split in ("train", "validation", "test"):
+        ids = np.load(data / f"{split}.ids.npy")
+        assert ids.dtype == np.int64 and ids.ndim == 1 and len(ids) == meta["tokens"][split]
+        documents = sum(s[split]["documents"] for s in j["sources"])
+        tokens = sum(s[split]["tokens"] for s in j["sources"])
+        # Each document's pieces, then eos: eos appears once per document and ends the split.
+        assert len(ids) == tokens + documents and (ids == 3).sum() == documents and ids[-1] == 3
+        assert ids.min() >= 0 and ids.max() < 150 and not np.isin(ids, [0, 2]).any()  # no pad, no bos
+    run_dir = tmp_path / "run"
+    r = run("train", "--task", "text", "--data", data, "--encoding", "rope", "--steps", 3, "--seq-len", 16,
+            "--batch", 4, "--dim", 16, "--heads", 2, "--layers", 1, "--warmup", 1, "--threads", 1, "--out", run_dir)
+    assert r.returncode == 0, r.stderr
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["task_options"]["vocab_size"] == 150  # the data's
+    assert config["task_options"]["data"] == str(data) and config["task_options"]["eval_split"] == "validation"
+    r = run("eval", "--checkpoint", run_dir, "--lengths", "16,32", "--batches", 1, "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["lengths"]
+    assert [row["seq_len"] for row in rows] == [16, 32]
+    for row in rows:
+        assert row["count"] == 4 * row["seq_len"]  # every position scored
+        assert math.isclose(row["perplexity"], math.exp(row["loss"]), rel_tol=1e-12)
+    # Options of the text task are refused for the others, and --out needs a tokenizer.
+    r = run("train", "--task", "copy", "--data", data, "--encoding", "rope", "--out", tmp_path / "x")
+    assert (r.returncode, r.stderr) == (2, "posenc: [train] --data does not apply to task 'copy' (only to 'text')\n")
+    r = run("corpus", "--root", root, "--out", tmp_path / "y")
+    assert (r.returncode, r.stderr) == (2, "posenc: [corpus] --out needs --vocab-size (the token ids come from "
+                                           "that tokenizer)\n")

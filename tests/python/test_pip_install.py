@@ -229,7 +229,7 @@ def test_build_from_scratch_configures_release_without_tests(tmp_path, monkeypat
          "-DPOSENC_BUILD_NN=ON", "-DPOSENC_BUILD_TESTS=OFF", "-DPOSENC_BUILD_BENCH=OFF", "-G", "Ninja",
          "-DPOSENC_NATIVE=OFF", "-DX=a b"],
         ["/usr/bin/cmake", "--build", str(tmp_path / "b"), "--target", "posenc_nn", "posenc_analysis_torch",
-         "posenc"],
+         "posenc", "posenc-text"],
     ]
     # A pip-installed torch brings its own CMake config, which then comes first.
     (tmp_path / "share" / "Torch").mkdir(parents=True)

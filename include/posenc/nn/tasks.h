@@ -16,6 +16,12 @@
 //   copy      decoder. With h = (T+1)/2 over the T+1 generated tokens,
 //             x[i] = x[i-h] for i >= h: the second half repeats the first.
 //             Scored on the second half (target position >= h).
+//   text      decoder, causal LM on real text: windows of T + 1 consecutive
+//             token ids at a random start of a split written by `posenc corpus
+//             --out DIR` (DIR/{train,validation,test}.ids.npy, corpus.json);
+//             training reads the train split, evaluation eval_split. Every
+//             position is scored; loss is the mean cross-entropy (perplexity
+//             exp(loss)).
 // Encoder rows have a random length n in [max(ceil(T/2), minimum), T] and are
 // padded with token 0 (key_padding_mask true there). Decoder rows generate T+1
 // tokens: tokens = x[0..T), labels = x[1..T].
@@ -26,22 +32,28 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace posenc::nn {
 
-enum class TaskKind { kOrder, kSpan, kLookback, kCopy };
+enum class TaskKind { kOrder, kSpan, kLookback, kCopy, kText };
 enum class ModelKind { kEncoder, kDecoder };
 // Training and evaluation draw from different streams of the same seed.
 enum class DataStream : uint64_t { kTrain = 0, kEval = 1 };
 
 struct TaskOptions {
-  int64_t vocab_size = 32;  // every token id lies in [0, vocab_size)
+  int64_t vocab_size = 32;  // every token id lies in [0, vocab_size); text: 0 takes the data's
   int64_t lookback = 3;     // lookback: k >= 1
   int64_t max_span = 4;     // span: answer lengths 1..max_span
+  std::string data = {};                   // text: the directory of posenc corpus --out
+  std::string eval_split = "validation";   // text: the split evaluation reads, "validation" or "test"
 };
+
+// The vocabulary of a text data directory (its corpus.json); throws as Task does.
+int64_t text_data_vocab_size(const std::string& data_dir);
 
 // Token ids of the encoder tasks; fillers are kFirstFiller .. vocab_size-1.
 // The decoder tasks use every id in [0, vocab_size) as a symbol.
@@ -77,7 +89,7 @@ class Task {
   // Throws std::invalid_argument "[task] vocab_size must be >= 8 for 'order', got 4" (span likewise;
   // decoder tasks need >= 2), "[task] lookback must be >= 1, got 0", "[task] max_span must be >= 1, got 0".
   Task(TaskKind kind, TaskOptions options = {});
-  // "[task] unknown task 'foo'; known: order, span, lookback, copy"
+  // "[task] unknown task 'foo'; known: order, span, lookback, copy, text"
   static Task parse(std::string_view name, TaskOptions options = {});
   static const std::vector<std::string>& names();
 
@@ -87,7 +99,7 @@ class Task {
   std::string_view metric() const noexcept;  // what accuracy means, one line
   int64_t vocab_size() const noexcept { return options_.vocab_size; }
   const TaskOptions& options() const noexcept { return options_; }
-  // The shortest seq_len a row can be built at: order 3, span max_span + 3, lookback k + 1, copy 2.
+  // The shortest seq_len a row can be built at: order 3, span max_span + 3, lookback k + 1, copy 2, text 1.
   int64_t min_seq_len() const noexcept;
 
   // Throws "[task] seq_len must be >= 7 for 'span', got 4" and "[task] batch_size must be >= 1, got 0".
@@ -100,8 +112,13 @@ class Task {
   TaskScore score_language_model(const at::Tensor& logits, const Batch& batch) const;
 
  private:
+  Batch text_batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const;
+  friend int64_t text_data_vocab_size(const std::string& data_dir);
+
+  struct TextData;
   TaskKind kind_;
   TaskOptions options_;
+  std::shared_ptr<const TextData> text_;  // text: the loaded splits, shared by every copy
 };
 
 }  // namespace posenc::nn
