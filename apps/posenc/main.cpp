@@ -33,6 +33,7 @@
 #include "doctor_command.h"
 #include "encodings_command.h"
 #include "eval_command.h"
+#include "experiment_command.h"
 #include "train_command.h"
 #endif
 
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
   const posenc::cli::EvalCommand evaluate(app);
   const posenc::cli::EncodingsCommand encodings(app);
   const posenc::cli::DoctorCommand doctor(app);
+  const posenc::cli::ExperimentCommand experiment(app);
 #endif
   posenc::cli::require_decimal_integers(app);  // after every command: it walks their options
   try {
@@ -116,6 +118,7 @@ int main(int argc, char** argv) {
     if (evaluate.selected()) return evaluate.run();
     if (encodings.selected()) encodings.run();
     if (doctor.selected()) doctor.run();
+    if (experiment.selected()) return experiment.run();
 #endif
     return 0;
   } catch (const CLI::Success& e) {  // --help, --version

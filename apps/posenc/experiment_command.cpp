@@ -1,0 +1,170 @@
+#include "experiment_command.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+
+#include "posenc/error.h"
+#include "posenc/io/atomic_file.h"
+#include "posenc/io/directory_lock.h"
+#include "posenc/kernels/build_info.h"
+#include "posenc/nn/experiment.h"
+
+extern char** environ;
+
+namespace posenc::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The corpus for the suite, written by posenc-text beside this executable
+// (the tokenizer cannot share a process with libtorch). Skipped when present.
+void prepare_corpus(const fs::path& dir, bool quick, int64_t vocab_size, const std::string& root) {
+  if (fs::exists(dir / "corpus.json")) return;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) fail_runtime("experiment", "cannot locate posenc's own directory: ", ec.message());
+  const std::string tool = (self.parent_path() / "posenc-text").string();
+  const std::string vocab = std::to_string(vocab_size > 0 ? vocab_size : quick ? 1000 : 8000);
+  const std::string sources = quick ? "wordnet" : "wordnet,gcide,fortunes";
+  const std::string out = dir.string(), cache = (dir.parent_path() / "tokenizer").string();
+  std::vector<std::string> args = {"posenc-text", "corpus", "--sources", sources, "--vocab-size", vocab,
+                                   "--cache",     cache,    "--out",     out,     "--root",       root};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout << "corpus: " << sources << ", SentencePiece vocabulary " << vocab << " -> " << out << std::endl;
+  pid_t pid = 0;
+  // Its table goes to our stdout; its one-line error to our stderr.
+  const int spawned = ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr, argv.data(), environ);
+  if (spawned != 0) {
+    fail_runtime("experiment", tool, ": cannot run (", std::strerror(spawned),
+                 "): the corpus step runs posenc-text, built beside posenc");
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) fail_runtime("experiment", "waiting for posenc-text: ", std::strerror(errno));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fail_runtime("experiment", "the corpus step (posenc-text corpus) failed; its message is above");
+  }
+}
+
+void print_summary(const nn::SuiteSummary& s) {
+  std::printf("test perplexity (mean +- sd over seeds), trained at seq_len %lld, %lld runs\n",
+              static_cast<long long>(s.train_seq_len), static_cast<long long>(s.runs));
+  std::printf("%-18s", "encoding");
+  for (int64_t L : s.lengths) std::printf(" %19lld", static_cast<long long>(L));
+  std::printf("\n");
+  for (const nn::SummaryRow& r : s.rows) {
+    std::printf("%-18s", r.encoding.c_str());
+    for (const nn::SummaryCell& c : r.cells) {
+      char cell[64];
+      if (c.seeds == 0) {
+        std::snprintf(cell, sizeof cell, "n/a");
+      } else if (c.seeds == 1) {
+        std::snprintf(cell, sizeof cell, "%.2f", c.mean);
+      } else {
+        std::snprintf(cell, sizeof cell, "%.2f +- %.2f", c.mean, c.sd);
+      }
+      std::printf(" %19s", cell);
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+ExperimentCommand::ExperimentCommand(CLI::App& parent) {
+  app_ = parent.add_subcommand("experiment", "Experiment suites on real text (docs/experiments.md)");
+  app_->require_subcommand(1);
+  run_ = app_->add_subcommand("run", "Run a suite: prepare the corpus, train and evaluate every run (resumable)");
+  run_->add_option("suite", suite_, "extrapolation")->required();
+  run_->add_option("--out", out_, "Suite directory")->required();
+  run_->add_option("--seeds", seeds_, "Seeds per encoding (default: the suite's)");
+  run_->add_flag("--quick", quick_, "The whole pipeline in minutes: tiny model, one seed, two lengths");
+  run_->add_option("--encodings", encodings_, "Comma-separated registry names (default: the suite's)")
+      ->delimiter(',');
+  run_->add_option("--steps", steps_, "Training steps per run (default: the suite's)");
+  run_->add_option("--vocab-size", vocab_size_, "SentencePiece vocabulary (default: 8000; --quick 1000)");
+  run_->add_option("--threads", threads_, "Threads per run (results are reproducible per thread count)")
+      ->capture_default_str();
+  run_->add_option("--root", root_, "Read the corpus packages under this directory instead of /")
+      ->capture_default_str();
+  report_ = app_->add_subcommand("report", "Summarize a suite directory: table on stdout, DIR/summary.json");
+  report_->add_option("dir", report_dir_, "Suite directory")->required();
+  report_->add_flag("--json", json_, "Print the summary as JSON");
+}
+
+int ExperimentCommand::run() const {
+  if (run_->parsed()) return run_suite();
+  return report();
+}
+
+int ExperimentCommand::run_suite() const {
+  require(suite_ == "extrapolation", "experiment", "suite must be 'extrapolation' (the one built so far), got '",
+          suite_, "'");
+  nn::ExtrapolationPlan plan = nn::extrapolation_plan(quick_);
+  if (run_->count("--seeds") > 0) plan.seeds = seeds_;
+  if (!encodings_.empty()) plan.encodings = encodings_;
+  if (run_->count("--steps") > 0) plan.train.steps = steps_;
+  const int64_t cores = kernels::available_cores();
+  require(threads_ >= 1 && threads_ <= cores, "experiment", "threads must be in 1..", cores,
+          " (the cores available to this process), got ", threads_);
+  plan.train.threads = threads_;
+  const fs::path dir = out_;
+  const std::vector<nn::ExperimentRun> runs = nn::plan_runs(plan);  // validates before anything is written
+  fs::create_directories(dir);
+  const io::DirectoryLock lock("experiment", dir.string());
+  prepare_corpus(dir / "corpus", quick_, vocab_size_, root_);
+  const auto start = std::chrono::steady_clock::now();
+  int64_t done = 0;
+  for (const nn::ExperimentRun& r : runs) {
+    nn::ExperimentRun run = r;
+    run.config.task_options.data = (dir / "corpus").string();
+    nn::TrainCallbacks callbacks;
+    callbacks.warning = [](const std::string& w) { std::cerr << "posenc: warning: " << w << '\n'; };
+    const nn::RunOutcome o = nn::run_experiment(run, dir, plan.lengths, plan.eval_batches, callbacks);
+    ++done;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("run %lld/%zu %s: %s", static_cast<long long>(done), runs.size(), o.name.c_str(),
+                o.reused ? "done before" : "trained");
+    if (!o.reused) std::printf(" (%.0f tokens/s)", o.tokens_per_second);
+    for (const nn::EvalLength& l : o.lengths) {
+      if (l.error.empty()) {
+        std::printf(", ppl@%lld %.2f", static_cast<long long>(l.seq_len), std::exp(l.loss));
+      } else {
+        std::printf(", ppl@%lld n/a", static_cast<long long>(l.seq_len));
+      }
+    }
+    std::printf("; elapsed %.0f s\n", elapsed);
+    std::fflush(stdout);
+  }
+  const nn::SuiteSummary summary = nn::summarize_experiment(dir);
+  io::write_file_atomically("experiment", (dir / "summary.json").string(), nn::summary_json(summary));
+  print_summary(summary);
+  return 0;
+}
+
+int ExperimentCommand::report() const {
+  const nn::SuiteSummary summary = nn::summarize_experiment(report_dir_);
+  const std::string text = nn::summary_json(summary);
+  io::write_file_atomically("experiment", (fs::path(report_dir_) / "summary.json").string(), text);
+  if (json_) {
+    std::cout << text;
+  } else {
+    print_summary(summary);
+  }
+  return 0;
+}
+
+}  // namespace posenc::cli

@@ -1,0 +1,43 @@
+// `posenc experiment run extrapolation --out DIR [--seeds N] [--quick]
+// [--encodings a,b] [--steps N] [--vocab-size N] [--threads N] [--root DIR]` and
+// `posenc experiment report DIR [--json]`: the suites of docs/experiments.md.
+// The corpus step runs posenc-text (a separate process: see text_tool.h);
+// every run is resumable and a finished one is never recomputed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace posenc::cli {
+
+class ExperimentCommand {
+ public:
+  explicit ExperimentCommand(CLI::App& parent);
+  ExperimentCommand(const ExperimentCommand&) = delete;  // CLI11 holds pointers to the members
+  ExperimentCommand& operator=(const ExperimentCommand&) = delete;
+
+  bool selected() const { return app_->parsed(); }
+  int run() const;
+
+ private:
+  int run_suite() const;
+  int report() const;
+
+  CLI::App* app_;
+  CLI::App* run_;
+  CLI::App* report_;
+  std::string suite_;
+  std::string out_;
+  int64_t seeds_ = 0;
+  bool quick_ = false;
+  std::vector<std::string> encodings_;
+  int64_t steps_ = 0;
+  int64_t vocab_size_ = 0;
+  int64_t threads_ = 1;
+  std::string root_ = "/";
+  std::string report_dir_;
+  bool json_ = false;
+};
+
+}  // namespace posenc::cli

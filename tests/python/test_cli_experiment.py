@@ -1,0 +1,88 @@
+"""`posenc experiment` (docs/experiments.md): the extrapolation suite end to
+end with --quick on a package tree written here (corpus step in posenc-text,
+then training and test perplexity per encoding), its resumption (a finished
+run is reused, an interrupted one continues from its checkpoint to the same
+numbers), the summary and the refusals. The binary comes from $POSENC_CLI."""
+
+import json
+import shutil
+
+import pytest
+
+from test_cli_corpus import run, tree  # noqa: F401  (the package-tree fixture)
+
+
+def suite(tree_root, out, *extra):
+    return run("experiment", "run", "extrapolation", "--quick", "--out", out, "--root", tree_root,
+               "--vocab-size", 100, "--threads", 1, *extra)
+
+
+def test_quick_suite_runs_resumes_and_reports(tree, tmp_path):  # noqa: F811
+    root, _ = tree
+    out = tmp_path / "suite"
+    r = suite(root, out)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"corpus: wordnet, SentencePiece vocabulary 100 -> {out}/corpus"
+    assert [line.split(":")[0] for line in lines if line.startswith("run ")] == \
+        ["run 1/4 none-s0", "run 2/4 learned-s0", "run 3/4 rope-s0", "run 4/4 alibi-s0"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["suite"], summary["train_seq_len"], summary["runs"], summary["lengths"]) == \
+        ("extrapolation", 32, 4, [32, 64])
+    assert [row["encoding"] for row in summary["rows"]] == ["none", "learned", "rope", "alibi"]
+    cells = {row["encoding"]: row["test_perplexity"] for row in summary["rows"]}
+    # A learned table of 32 rows cannot take 64 positions: not applicable, never a number.
+    assert "not_applicable" in cells["learned"][1] and "perplexity_mean" not in cells["learned"][1]
+    for encoding in ("none", "rope", "alibi"):
+        for cell in cells[encoding]:
+            assert cell["seeds"] == 1 and 1 < cell["perplexity_mean"] < 1000 and cell["perplexity_sd"] == 0
+    result = json.loads((out / "runs" / "rope-s0" / "result.json").read_text())
+    assert result["config"]["task_options"]["eval_split"] == "test" and result["checkpoint_step"] == 20
+
+    # Run again: every run is reused, the summary is the same.
+    again = suite(root, out)
+    assert again.returncode == 0, again.stderr
+    assert sum("done before" in line for line in again.stdout.splitlines()) == 4
+    assert json.loads((out / "summary.json").read_text()) == summary
+
+    # An interrupted run (no result, only its step-10 checkpoint) resumes to the same numbers.
+    rope = out / "runs" / "rope-s0"
+    (rope / "result.json").unlink()
+    shutil.rmtree(rope / "checkpoints" / "step-00000020")
+    resumed = suite(root, out)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "run 3/4 rope-s0: trained" in resumed.stdout
+    assert json.loads((rope / "result.json").read_text())["lengths"] == result["lengths"]
+
+    # report: the same table, and the JSON the run wrote.
+    report = run("experiment", "report", out)
+    assert report.returncode == 0 and report.stdout.splitlines()[-4:] == resumed.stdout.splitlines()[-4:]
+    as_json = run("experiment", "report", out, "--json")
+    assert json.loads(as_json.stdout) == summary
+
+
+def test_refusals(tree, tmp_path):  # noqa: F811
+    root, _ = tree
+    r = run("experiment", "run", "properties", "--out", tmp_path / "p")
+    assert (r.returncode, r.stderr) == (
+        2, "posenc: [experiment] suite must be 'extrapolation' (the one built so far), got 'properties'\n")
+    r = run("experiment", "run", "extrapolation", "--quick", "--out", tmp_path / "p", "--seeds", 0)
+    assert (r.returncode, r.stderr) == (2, "posenc: [experiment] seeds must be >= 1, got 0\n")
+    r = run("experiment", "run", "extrapolation", "--quick", "--out", tmp_path / "p", "--encodings", "rope,foo")
+    assert r.returncode == 2 and r.stderr.startswith("posenc: [encoding] unknown encoding 'foo'")
+    out = tmp_path / "suite"
+    assert suite(root, out, "--encodings", "rope").returncode == 0
+    r = suite(root, out, "--encodings", "rope", "--steps", 30)
+    assert (r.returncode, r.stderr) == (
+        1, f"posenc: [experiment] {out}/runs/rope-s0/result.json was written for another configuration "
+           "(steps 20, here 30): use another --out\n")
+    r = run("experiment", "report", tmp_path / "nothing")
+    assert (r.returncode, r.stderr) == (
+        1, f"posenc: [experiment] {tmp_path}/nothing: no runs/ directory: not an experiment\n")
+    # The corpus packages missing: the corpus step's own message, then the suite's.
+    r = run("experiment", "run", "extrapolation", "--quick", "--out", tmp_path / "e", "--root", tmp_path / "empty")
+    assert r.returncode == 1
+    assert r.stderr == (f"posenc: [corpus] {tmp_path}/empty/usr/share/wordnet/data.noun: not found; install "
+                        "Debian's wordnet-base (bash scripts/setup.sh)\n"
+                        "posenc: [experiment] the corpus step (posenc-text corpus) failed; its message is above\n")
