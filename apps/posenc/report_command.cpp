@@ -5,6 +5,8 @@
 
 #include "posenc/io/directory_lock.h"
 #include "posenc/report/report.h"
+#include "posenc/report/sources.h"
+#include "posenc/report/table_analysis.h"
 
 namespace posenc::cli {
 
@@ -20,6 +22,7 @@ ReportCommand::ReportCommand(CLI::App& parent) {
       ->allow_extra_args(false);
   app_->add_option("--model", models_, "A posenc train run directory to probe (repeat)")->allow_extra_args(false);
   app_->add_option("--seed", seed_, "Seed of the initialisations, fresh models and probes")->capture_default_str();
+  resources_.add(*app_);
 }
 
 void ReportCommand::run() const {
@@ -27,6 +30,22 @@ void ReportCommand::run() const {
   options.quick = quick_;
   options.seed = seed_;
   for (const std::string& t : tables_) options.tables.push_back(report::parse_table_file(t));
+  // Each --table is analysed like posenc analyze's: its S is n x n, and the
+  // report's section keeps a second copy of S for its figures. The largest
+  // table bounds the memory (tables are analysed one after another); the work adds up.
+  double bytes = 0, multiply_adds = 0;
+  std::string largest;
+  for (const report::TableFile& f : options.tables) {
+    const report::TableSource source = report::file_source("report", f.path, f.tensor);
+    const report::AnalysisCost cost = report::estimate_table_analysis(source.table.rows, source.table.cols, false);
+    multiply_adds += cost.multiply_adds;
+    if (cost.bytes + cost.similarity_bytes > bytes) {
+      bytes = cost.bytes + cost.similarity_bytes;
+      largest = "S alone: " + memory_text(cost.similarity_bytes) + " for the " + std::to_string(source.table.rows) +
+                " positions of " + f.path;
+    }
+  }
+  if (!options.tables.empty()) resources_.check("report", bytes, multiply_adds, largest);
   for (const std::string& m : models_) options.models.emplace_back(m);
   const report::Report r = report::build_report(options, [](const report::ReportProgress& p) {
     char text[64];

@@ -1,10 +1,14 @@
-// `posenc report [--out DIR] [--quick] [--table FILE[:NAME]]... [--model RUN_DIR]...`:
-// the main job (docs/report.md). Progress on stderr, one summary line on stdout.
+// `posenc report [--out DIR] [--quick] [--table FILE[:NAME]]... [--model RUN_DIR]...
+// [--max-memory SIZE] [--force]`: the main job (docs/report.md). Progress on
+// stderr, one summary line on stdout. A --table whose analysis would not fit
+// in memory is refused before the report starts, as posenc analyze does.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
+
+#include "source_options.h"
 
 namespace posenc::cli {
 
@@ -24,6 +28,7 @@ class ReportCommand {
   std::vector<std::string> tables_;
   std::vector<std::string> models_;
   uint64_t seed_ = 0;
+  ResourceOptions resources_;
 };
 
 }  // namespace posenc::cli

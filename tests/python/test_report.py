@@ -184,6 +184,20 @@ def test_report_with_table_files(tmp_path):
     assert all((tmp_path / "out" / f).is_file() for e in files for f in e["figures"])
 
 
+def test_report_refuses_a_table_beyond_max_memory(tmp_path):
+    # 2048 positions: S is 32 MiB, and the section keeps a second copy; 1M cannot hold it.
+    np.save(tmp_path / "big.npy", np.random.default_rng(0).normal(size=(2048, 8)))
+    r = run("report", "--quick", "--out", "out", "--table", "big.npy", "--max-memory", "1M", cwd=tmp_path)
+    assert r.returncode == 1 and r.stdout == ""
+    # S twice (64 MiB) and the table's copies.
+    assert r.stderr == ("posenc: [report] this needs about 64.5 MiB of memory (S alone: 32.0 MiB for the 2048 "
+                        "positions of big.npy) and about 0.0 s; 1.0 MiB is allowed by --max-memory: pass "
+                        "--max-memory 65M to allow it, or --force\n")
+    assert not (tmp_path / "out").exists()  # refused before anything is written
+    assert run("report", "--quick", "--out", "out", "--table", "big.npy", "--max-memory", "1M", "--force",
+               cwd=tmp_path).returncode == 0
+
+
 def test_report_with_a_trained_model(tmp_path):
     if not has_torch_layer():
         pytest.skip("posenc was built without the torch layer (no train command)")
