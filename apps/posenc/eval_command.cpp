@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "posenc/error.h"
 #include "posenc/nn/trainer.h"
 
 namespace posenc::cli {
@@ -24,6 +26,10 @@ EvalCommand::EvalCommand(CLI::App& parent) {
   app_->add_option("--checkpoint", checkpoint_, "Run or checkpoint directory")->required();
   app_->add_option("--lengths", lengths_, "Sequence lengths, comma separated, e.g. 64,128,256")->delimiter(',');
   app_->add_option("--batches", batches_, "Batches per length (of the training batch size)")->capture_default_str();
+  app_->add_option("--rope-scaling", rope_scaling_,
+                   "Evaluate a rope run with a context extension: linear, ntk, dynamic or yarn (docs/rope.md)");
+  rope_factor_opt_ = app_->add_option("--rope-factor", rope_factor_,
+                                      "Its scale factor (default: the longest length / the training length)");
   app_->add_flag("--json", json_, "Print one JSON object instead of a table");
   resources_.add(*app_);
   resources_.add_time_bound(*app_, kDefaultMaxSeconds);
@@ -38,7 +44,14 @@ int EvalCommand::run() const {
   callbacks.progress = [&progress](int64_t seq_len, double done) {
     progress.update("seq_len " + std::to_string(seq_len), done);
   };
-  const nn::EvalReport report = nn::evaluate(checkpoint_, lengths_, batches_, callbacks);
+  std::optional<nn::RopeExtension> extension;
+  if (!rope_scaling_.empty()) {
+    extension = nn::RopeExtension{rope_scaling_, std::nullopt};
+    if (rope_factor_opt_->count() > 0) extension->factor = rope_factor_;
+  } else if (rope_factor_opt_->count() > 0) {
+    fail_argument("eval", "--rope-factor needs --rope-scaling");
+  }
+  const nn::EvalReport report = nn::evaluate(checkpoint_, lengths_, batches_, callbacks, extension);
   progress.finish();
   for (const std::string& w : report.warnings) std::cerr << "posenc: warning: " << w << '\n';
   const nn::TrainConfig& c = report.config;
@@ -51,6 +64,13 @@ int EvalCommand::run() const {
                                {"encoding", c.encoding},
                                {"train_seq_len", c.seq_len},
                                {"metric", task.metric()}};
+    if (report.rope_scaling) {
+      const kernels::RopeScaling& s = *report.rope_scaling;
+      out["rope_scaling"] = {{"rope_type", std::string(kernels::rope_type_name(s.type))}, {"factor", *s.factor}};
+      if (s.original_max_position_embeddings) {
+        out["rope_scaling"]["original_max_position_embeddings"] = *s.original_max_position_embeddings;
+      }
+    }
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const nn::EvalLength& r : report.lengths) {
       if (r.error.empty()) {
@@ -65,6 +85,10 @@ int EvalCommand::run() const {
   } else {
     std::cout << "checkpoint " << report.checkpoint.string() << ": " << c.task << " with " << c.encoding
               << ", trained at seq_len " << c.seq_len << "; accuracy = " << task.metric() << '\n';
+    if (report.rope_scaling) {
+      std::cout << "rope scaling " << kernels::rope_type_name(report.rope_scaling->type) << ", factor "
+                << *report.rope_scaling->factor << " (applied at evaluation)\n";
+    }
     std::cout << "seq_len      loss  accuracy     count" << (perplexity ? "  perplexity" : "") << '\n';
     for (const nn::EvalLength& r : report.lengths) {
       char text[128];

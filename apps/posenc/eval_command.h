@@ -1,4 +1,5 @@
-// `posenc eval --checkpoint DIR [--lengths 64,128,256] [--batches 8] [--json]`:
+// `posenc eval --checkpoint DIR [--lengths 64,128,256] [--batches 8]
+// [--rope-scaling linear|ntk|dynamic|yarn [--rope-factor S]] [--json]`:
 // loss and accuracy of a trained model at several sequence lengths (length
 // extrapolation). A length that cannot be evaluated (a learned table too
 // short, say) is reported in its row and on stderr; the others still run, and
@@ -32,6 +33,9 @@ class EvalCommand {
   std::vector<int64_t> lengths_;
   int64_t batches_ = 8;
   bool json_ = false;
+  std::string rope_scaling_;
+  double rope_factor_ = 0;
+  CLI::Option* rope_factor_opt_ = nullptr;
   ResourceOptions resources_;
 };
 

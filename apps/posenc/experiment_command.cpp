@@ -133,7 +133,8 @@ int ExperimentCommand::run_suite() const {
     run.config.task_options.data = (dir / "corpus").string();
     nn::TrainCallbacks callbacks;
     callbacks.warning = [](const std::string& w) { std::cerr << "posenc: warning: " << w << '\n'; };
-    const nn::RunOutcome o = nn::run_experiment(run, dir, plan.lengths, plan.eval_batches, callbacks);
+    const nn::RunOutcome o =
+        nn::run_experiment(run, dir, plan.lengths, plan.eval_batches, plan.rope_extensions, callbacks);
     ++done;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("run %lld/%zu %s: %s", static_cast<long long>(done), runs.size(), o.name.c_str(),

@@ -177,7 +177,7 @@ AttentionEncodings make_attention_encodings(const EncodingPlan& plan, const Enco
   AttentionEncodings out;
   for (const std::string& part : plan.parts) {
     if (part == "rope") {
-      out.rotary = RotaryEmbedding(RotaryEmbeddingOptions(head_dim).base(config.base));
+      out.rotary = RotaryEmbedding(RotaryEmbeddingOptions(head_dim).base(config.base).scaling(config.rope_scaling));
     } else if (part == "rope-xpos") {
       out.rotary =
           RotaryEmbedding(RotaryEmbeddingOptions(head_dim).base(config.base).xpos_scale_base(config.xpos_scale_base));

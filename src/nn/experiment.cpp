@@ -38,6 +38,36 @@ std::string first_difference(const json& stored, const json& now) {
   return "fields";
 }
 
+std::vector<EvalLength> lengths_from(const json& rows) {
+  std::vector<EvalLength> out;
+  for (const json& l : rows) {
+    EvalLength e;
+    e.seq_len = l.at("seq_len").get<int64_t>();
+    if (l.contains("error")) {
+      e.error = l.at("error").get<std::string>();
+    } else {
+      e.loss = l.at("loss").get<double>();
+      e.accuracy = l.at("accuracy").get<double>();
+      e.count = l.at("count").get<int64_t>();
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+ordered_json lengths_json(const std::vector<EvalLength>& lengths) {
+  ordered_json rows = ordered_json::array();
+  for (const EvalLength& l : lengths) {
+    if (l.error.empty()) {
+      rows.push_back({{"seq_len", l.seq_len}, {"loss", l.loss}, {"perplexity", std::exp(l.loss)},
+                      {"accuracy", l.accuracy}, {"count", l.count}});
+    } else {
+      rows.push_back({{"seq_len", l.seq_len}, {"error", l.error}});
+    }
+  }
+  return rows;
+}
+
 RunOutcome outcome_from(const json& j, const fs::path& path) {
   try {
     RunOutcome o;
@@ -46,17 +76,11 @@ RunOutcome outcome_from(const json& j, const fs::path& path) {
     o.seed = j.at("seed").get<uint64_t>();
     o.train_seconds = j.at("train_seconds").get<double>();
     o.tokens_per_second = j.at("tokens_per_second").get<double>();
-    for (const json& l : j.at("lengths")) {
-      EvalLength e;
-      e.seq_len = l.at("seq_len").get<int64_t>();
-      if (l.contains("error")) {
-        e.error = l.at("error").get<std::string>();
-      } else {
-        e.loss = l.at("loss").get<double>();
-        e.accuracy = l.at("accuracy").get<double>();
-        e.count = l.at("count").get<int64_t>();
+    o.lengths = lengths_from(j.at("lengths"));
+    if (j.contains("extensions")) {
+      for (const json& e : j.at("extensions")) {
+        o.extensions.emplace_back(e.at("type").get<std::string>(), lengths_from(e.at("lengths")));
       }
-      o.lengths.push_back(e);
     }
     o.reused = true;
     return o;
@@ -87,6 +111,7 @@ ExtrapolationPlan extrapolation_plan(bool quick) {
     p.seeds = 1;
     p.lengths = {32, 64};
     p.eval_batches = 2;
+    p.rope_extensions = {"linear", "yarn"};
     c.layers = 1, c.dim = 32, c.heads = 2, c.seq_len = 32, c.batch = 8, c.steps = 20, c.warmup = 5;
     c.lr = 3e-3, c.checkpoint_every = 10, c.log_every = 10;
   } else {
@@ -94,6 +119,7 @@ ExtrapolationPlan extrapolation_plan(bool quick) {
     p.seeds = 3;
     p.lengths = {128, 256, 512, 1024, 2048};
     p.eval_batches = 8;
+    p.rope_extensions = {"linear", "ntk", "dynamic", "yarn"};
     c.layers = 2, c.dim = 128, c.heads = 4, c.seq_len = 128, c.batch = 16, c.steps = 1500, c.warmup = 100;
     c.lr = 1e-3, c.checkpoint_every = 250, c.log_every = 50;
   }
@@ -122,20 +148,27 @@ std::vector<ExperimentRun> plan_runs(const ExtrapolationPlan& plan) {
 }
 
 RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, const std::vector<int64_t>& lengths,
-                          int64_t eval_batches, const TrainCallbacks& callbacks) {
+                          int64_t eval_batches, const std::vector<std::string>& rope_extensions,
+                          const TrainCallbacks& callbacks) {
   const TrainConfig config = resolve_train_config(run.config);
   const fs::path dir = suite_dir / "runs" / run.name;
   const fs::path result_path = dir / "result.json";
   const json identity = identity_of(config);
+  // Only a plain "rope" model is evaluated with the extensions (they scale its one rotary part).
+  const std::vector<std::string> extensions = config.encoding == "rope" ? rope_extensions : std::vector<std::string>{};
   std::error_code ec;
   if (fs::exists(result_path, ec)) {
     const json stored = read_json(result_path);
     if (!stored.is_object() || stored.value("format", "") != kResultFormat || !stored.contains("config")) {
       fail_runtime(kOp, result_path.string(), ": not a run result of this posenc (format ", kResultFormat, ")");
     }
-    if (stored["config"] != identity || stored.value("lengths_asked", json()) != json(lengths)) {
+    const json stored_extensions = stored.value("extensions_asked", json::array());
+    if (stored["config"] != identity || stored.value("lengths_asked", json()) != json(lengths) ||
+        stored_extensions != json(extensions)) {
       fail_runtime(kOp, result_path.string(), " was written for another configuration (",
-                   stored["config"] != identity ? first_difference(stored["config"], identity) : "other lengths",
+                   stored["config"] != identity                             ? first_difference(stored["config"], identity)
+                   : stored.value("lengths_asked", json()) != json(lengths) ? std::string("other lengths")
+                                                                            : std::string("other rope extensions"),
                    "): use another --out");
     }
     return outcome_from(stored, result_path);
@@ -154,6 +187,9 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
   o.train_seconds = trained.seconds;
   o.tokens_per_second = trained.tokens_per_second;
   o.lengths = report.lengths;
+  for (const std::string& type : extensions) {
+    o.extensions.emplace_back(type, evaluate(dir, lengths, eval_batches, {}, RopeExtension{type, std::nullopt}).lengths);
+  }
   ordered_json j;
   j["format"] = kResultFormat;
   j["name"] = o.name;
@@ -164,16 +200,11 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
   j["tokens_per_second"] = o.tokens_per_second;
   j["checkpoint_step"] = report.step;
   j["lengths_asked"] = lengths;
-  ordered_json rows = ordered_json::array();
-  for (const EvalLength& l : o.lengths) {
-    if (l.error.empty()) {
-      rows.push_back({{"seq_len", l.seq_len}, {"loss", l.loss}, {"perplexity", std::exp(l.loss)},
-                      {"accuracy", l.accuracy}, {"count", l.count}});
-    } else {
-      rows.push_back({{"seq_len", l.seq_len}, {"error", l.error}});
-    }
-  }
-  j["lengths"] = rows;
+  j["extensions_asked"] = extensions;
+  j["lengths"] = lengths_json(o.lengths);
+  ordered_json scaled = ordered_json::array();
+  for (const auto& [type, rows] : o.extensions) scaled.push_back({{"type", type}, {"lengths", lengths_json(rows)}});
+  j["extensions"] = scaled;
   j["config"] = identity;
   io::write_file_atomically(kOp, result_path.string(), j.dump(2) + "\n");
   return o;
@@ -203,14 +234,18 @@ SuiteSummary summarize_experiment(const fs::path& suite_dir) {
     const RunOutcome o = outcome_from(j, path);
     if (s.runs == 0 && j.contains("config")) s.train_seq_len = j["config"].value("seq_len", int64_t{0});
     ++s.runs;
-    if (std::find(order.begin(), order.end(), o.encoding) == order.end()) order.push_back(o.encoding);
-    for (const EvalLength& l : o.lengths) {
-      if (std::find(s.lengths.begin(), s.lengths.end(), l.seq_len) == s.lengths.end()) s.lengths.push_back(l.seq_len);
-      auto& cell = cells[o.encoding][l.seq_len];
-      if (l.error.empty()) {
-        cell.first.push_back(std::exp(l.loss));
-      } else if (cell.second.empty()) {
-        cell.second = l.error;
+    std::vector<std::pair<std::string, const std::vector<EvalLength>*>> rows = {{o.encoding, &o.lengths}};
+    for (const auto& [type, lengths] : o.extensions) rows.emplace_back(o.encoding + "+" + type, &lengths);
+    for (const auto& [name, lengths] : rows) {
+      if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+      for (const EvalLength& l : *lengths) {
+        if (std::find(s.lengths.begin(), s.lengths.end(), l.seq_len) == s.lengths.end()) s.lengths.push_back(l.seq_len);
+        auto& cell = cells[name][l.seq_len];
+        if (l.error.empty()) {
+          cell.first.push_back(std::exp(l.loss));
+        } else if (cell.second.empty()) {
+          cell.second = l.error;
+        }
       }
     }
   }

@@ -11,6 +11,7 @@
 #include <torch/utils.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <chrono>
@@ -681,7 +682,21 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
 
 // ------------------------------------------------------------ evaluation
 
-TaskModel load_task_model(const fs::path& given, LoadedRun* run) {
+namespace {
+
+// load_task_model, the scaling chosen once the run's config is known.
+using ScalingFor = std::function<std::optional<kernels::RopeScaling>(const TrainConfig&)>;
+TaskModel load_task_model_with(const fs::path& given, LoadedRun* run, const ScalingFor& scaling_for);
+
+}  // namespace
+
+TaskModel load_task_model(const fs::path& given, LoadedRun* run, const std::optional<kernels::RopeScaling>& rope_scaling) {
+  return load_task_model_with(given, run, [&](const TrainConfig&) { return rope_scaling; });
+}
+
+namespace {
+
+TaskModel load_task_model_with(const fs::path& given, LoadedRun* run, const ScalingFor& scaling_for) {
   const fs::path dir = given.has_filename() ? given : given.parent_path();  // "run/" names "run"
   std::error_code ec;
   // DIR is a run directory, or one of its checkpoint directories (named step-*, or with a MANIFEST).
@@ -711,20 +726,51 @@ TaskModel load_task_model(const fs::path& given, LoadedRun* run) {
   loaded.checkpoint = checkpoint.dir;
   loaded.step = checkpoint.step;
 
-  TaskModel model(Task::parse(config.task, config.task_options), config);
+  TrainConfig built = config;
+  const std::optional<kernels::RopeScaling> rope_scaling = scaling_for(config);
+  if (rope_scaling) {
+    const std::vector<std::string> parts = parse_encoding(config.encoding).parts;
+    require(std::find(parts.begin(), parts.end(), "rope") != parts.end(), "eval",
+            "rope_scaling needs a run whose encoding has 'rope', got '", config.encoding, "'");
+    kernels::validate(*rope_scaling, config.dim / config.heads, config.encoding_config.base, "eval");
+    built.encoding_config.rope_scaling = *rope_scaling;  // no parameter changes: the weights load as trained
+  }
+  TaskModel model(Task::parse(config.task, config.task_options), built);
   from_archive(checkpoint, "model.pt", [&](torch::serialize::InputArchive& a) { model.module().load(a); });
   model.module().eval();
   if (run != nullptr) *run = std::move(loaded);
   return model;
 }
 
+}  // namespace
+
+kernels::RopeScaling rope_extension_scaling(const RopeExtension& e, int64_t train_seq_len, int64_t longest) {
+  require(e.type == "linear" || e.type == "ntk" || e.type == "dynamic" || e.type == "yarn", "eval",
+          "rope extension must be linear, ntk, dynamic or yarn, got '", e.type, "'");
+  kernels::RopeScaling s;
+  s.type = kernels::parse_rope_type(e.type, "eval");
+  s.factor = e.factor ? *e.factor
+                      : std::max(1.0, static_cast<double>(longest) / static_cast<double>(train_seq_len));
+  if (e.type == "dynamic" || e.type == "yarn") s.original_max_position_embeddings = train_seq_len;
+  return s;
+}
+
 EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, int64_t batches,
-                    const EvalCallbacks& callbacks) {
+                    const EvalCallbacks& callbacks, const std::optional<RopeExtension>& extension) {
   require(batches >= 1, "eval", "batches must be >= 1, got ", batches);
   for (const int64_t length : lengths) require(length >= 1, "eval", "lengths must be >= 1, got ", length);
   EvalReport report;
   LoadedRun loaded;
-  TaskModel model = load_task_model(given, &loaded);
+  // The training length and the longest length to evaluate fix the extension's default factor.
+  TaskModel model = load_task_model_with(given, &loaded, [&](const TrainConfig& trained) {
+    std::optional<kernels::RopeScaling> s;
+    if (extension) {
+      const std::vector<int64_t> wanted = eval_lengths(trained, lengths);
+      s = rope_extension_scaling(*extension, trained.seq_len, *std::max_element(wanted.begin(), wanted.end()));
+    }
+    report.rope_scaling = s;
+    return s;
+  });
   report.config = std::move(loaded.config);
   report.checkpoint = std::move(loaded.checkpoint);
   report.step = loaded.step;

@@ -465,6 +465,48 @@ TEST_F(TrainingTest, AnUnreadableModelArchiveIsNamed) {
   }
 }
 
+// A context extension applied at evaluation: the scaling reaches the rotary
+// module (the loss changes where it should and nowhere else), with HF's
+// defaults for the factor and the original length.
+TEST_F(TrainingTest, EvaluatesARopeRunWithAContextExtension) {
+  TrainConfig c = tiny_config();
+  c.encoding = "rope";
+  c.dropout = 0;
+  c.steps = 4;
+  train(c, root_);
+  const EvalReport plain = evaluate(root_, {8, 32}, 2);
+  EXPECT_FALSE(plain.rope_scaling.has_value());
+  // Dynamic NTK leaves lengths up to the trained one untouched, exactly, and changes longer ones.
+  const EvalReport dynamic = evaluate(root_, {8, 32}, 2, {}, RopeExtension{"dynamic", std::nullopt});
+  ASSERT_TRUE(dynamic.rope_scaling.has_value());
+  EXPECT_EQ(dynamic.rope_scaling->type, kernels::RopeType::kDynamic);
+  EXPECT_EQ(*dynamic.rope_scaling->factor, 4.0);  // 32 / 8
+  EXPECT_EQ(*dynamic.rope_scaling->original_max_position_embeddings, 8);
+  EXPECT_EQ(dynamic.lengths[0].loss, plain.lengths[0].loss);
+  EXPECT_NE(dynamic.lengths[1].loss, plain.lengths[1].loss);
+  // Linear interpolation by 1 is the plain model; by 4 it changes every length.
+  EXPECT_EQ(evaluate(root_, {8}, 2, {}, RopeExtension{"linear", 1.0}).lengths[0].loss, plain.lengths[0].loss);
+  const EvalReport linear = evaluate(root_, {8}, 2, {}, RopeExtension{"linear", std::nullopt});
+  EXPECT_EQ(*linear.rope_scaling->factor, 1.0);  // the longest length is the trained one: factor at least 1
+  EXPECT_EQ(linear.lengths[0].loss, plain.lengths[0].loss);
+  EXPECT_NE(evaluate(root_, {8}, 2, {}, RopeExtension{"linear", 4.0}).lengths[0].loss, plain.lengths[0].loss);
+  const kernels::RopeScaling yarn = rope_extension_scaling({"yarn", std::nullopt}, 128, 2048);
+  EXPECT_EQ(*yarn.factor, 16.0);
+  EXPECT_EQ(*yarn.original_max_position_embeddings, 128);
+  expect_error([&] { evaluate(root_, {8}, 1, {}, RopeExtension{"longrope", 2.0}); },
+               "[eval] rope extension must be linear, ntk, dynamic or yarn, got 'longrope'");
+  expect_error([&] { evaluate(root_, {8}, 1, {}, RopeExtension{"linear", 0.0}); },
+               "[eval] factor must be finite and > 0, got 0");
+}
+
+TEST_F(TrainingTest, ARopeExtensionNeedsARopeRun) {
+  TrainConfig c = tiny_config();
+  c.steps = 4;
+  train(c, root_);
+  expect_error([&] { evaluate(root_, {8}, 1, {}, RopeExtension{"ntk", 2.0}); },
+               "[eval] rope_scaling needs a run whose encoding has 'rope', got 'learned+shaw'");
+}
+
 TEST_F(TrainingTest, EvaluatesOtherLengthsAndNamesTheLearnedTableLimit) {
   TrainConfig c = tiny_config();
   c.steps = 4;

@@ -30,15 +30,21 @@ def test_quick_suite_runs_resumes_and_reports(tree, tmp_path):  # noqa: F811
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["suite"], summary["train_seq_len"], summary["runs"], summary["lengths"]) == \
         ("extrapolation", 32, 4, [32, 64])
-    assert [row["encoding"] for row in summary["rows"]] == ["none", "learned", "rope", "alibi"]
+    # The rope run is also evaluated with each context extension of the suite (factor 64 / 32 = 2).
+    assert [row["encoding"] for row in summary["rows"]] == ["none", "learned", "rope", "rope+linear", "rope+yarn",
+                                                            "alibi"]
     cells = {row["encoding"]: row["test_perplexity"] for row in summary["rows"]}
     # A learned table of 32 rows cannot take 64 positions: not applicable, never a number.
     assert "not_applicable" in cells["learned"][1] and "perplexity_mean" not in cells["learned"][1]
-    for encoding in ("none", "rope", "alibi"):
+    for encoding in ("none", "rope", "rope+linear", "rope+yarn", "alibi"):
         for cell in cells[encoding]:
             assert cell["seeds"] == 1 and 1 < cell["perplexity_mean"] < 1000 and cell["perplexity_sd"] == 0
     result = json.loads((out / "runs" / "rope-s0" / "result.json").read_text())
     assert result["config"]["task_options"]["eval_split"] == "test" and result["checkpoint_step"] == 20
+    assert result["extensions_asked"] == ["linear", "yarn"]
+    assert [e["type"] for e in result["extensions"]] == ["linear", "yarn"]
+    assert result["extensions"][0]["lengths"][0]["loss"] != result["lengths"][0]["loss"]  # positions / 2 everywhere
+    assert json.loads((out / "runs" / "alibi-s0" / "result.json").read_text())["extensions"] == []
 
     # Run again: every run is reused, the summary is the same.
     again = suite(root, out)
@@ -53,7 +59,8 @@ def test_quick_suite_runs_resumes_and_reports(tree, tmp_path):  # noqa: F811
     resumed = suite(root, out)
     assert resumed.returncode == 0, resumed.stderr
     assert "run 3/4 rope-s0: trained" in resumed.stdout
-    assert json.loads((rope / "result.json").read_text())["lengths"] == result["lengths"]
+    again_result = json.loads((rope / "result.json").read_text())
+    assert again_result["lengths"] == result["lengths"] and again_result["extensions"] == result["extensions"]
 
     # report: the same table, and the JSON the run wrote.
     report = run("experiment", "report", out)

@@ -9,6 +9,8 @@
 // EncodingConfig; docs/attention.md lists them.
 #pragma once
 
+#include "posenc/kernels/rope_scaling.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,6 +34,10 @@ struct EncodingConfig {
   int64_t t5_num_buckets = 32;
   int64_t t5_max_distance = 128;
   double init_std = 0.02;
+  // "rope": a context-extension scaling (Hugging Face rope_scaling). Training
+  // always uses none; evaluation may apply one to a trained model (posenc eval
+  // --rope-scaling), which has no parameters to change.
+  kernels::RopeScaling rope_scaling;
 };
 
 struct EncodingInfo {

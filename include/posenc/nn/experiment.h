@@ -27,6 +27,9 @@ struct ExtrapolationPlan {
   TrainConfig train;                   // task "text"; data is set by the caller
   std::vector<int64_t> lengths;        // evaluation lengths (test split)
   int64_t eval_batches = 8;
+  // Context extensions a "rope" run is also evaluated with (RopeExtension
+  // types, factor = longest length / training length): rows "rope+linear", ...
+  std::vector<std::string> rope_extensions;
 };
 
 // The suite's defaults (docs/experiments.md): quick is the whole pipeline in
@@ -51,6 +54,8 @@ struct RunOutcome {
   double train_seconds = 0;        // wall time of the training that produced the checkpoint (this process's share)
   double tokens_per_second = 0;
   std::vector<EvalLength> lengths;  // perplexity = exp(loss); error set where the model cannot take the length
+  // (extension type, its lengths) for a run whose encoding is "rope", in the plan's order.
+  std::vector<std::pair<std::string, std::vector<EvalLength>>> extensions;
 };
 
 // Trains (resuming) and evaluates one run under suite_dir/runs/NAME, writing
@@ -59,6 +64,7 @@ struct RunOutcome {
 // "[experiment] DIR/runs/rope-s0/result.json was written for another configuration (dim 32, here 64): use another --out".
 RunOutcome run_experiment(const ExperimentRun& run, const std::filesystem::path& suite_dir,
                           const std::vector<int64_t>& lengths, int64_t eval_batches,
+                          const std::vector<std::string>& rope_extensions = {},
                           const TrainCallbacks& callbacks = {});
 
 // Per encoding and length: the mean and standard deviation over seeds of the
@@ -71,7 +77,7 @@ struct SummaryCell {
   std::string error;  // the first run's reason when not applicable
 };
 struct SummaryRow {
-  std::string encoding;
+  std::string encoding;  // a registry name, or "rope+linear" for rope evaluated with that extension
   std::vector<SummaryCell> cells;
 };
 struct SuiteSummary {

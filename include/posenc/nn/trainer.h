@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,7 @@ struct EvalReport {
   int64_t step = 0;
   std::vector<std::string> warnings;
   std::vector<EvalLength> lengths;
+  std::optional<kernels::RopeScaling> rope_scaling;  // the extension applied, if any
 };
 
 // What load_task_model loaded.
@@ -172,7 +174,10 @@ struct LoadedRun {
 // when it is a checkpoint directory) into the task's model, in eval() mode, as
 // evaluate() does; `run` (optional) receives what was loaded. Throws the
 // errors listed for evaluate() below.
-TaskModel load_task_model(const std::filesystem::path& dir, LoadedRun* run = nullptr);
+// rope_scaling: applied to the model's "rope" part (evaluation of a context
+// extension); refused for a run without one.
+TaskModel load_task_model(const std::filesystem::path& dir, LoadedRun* run = nullptr,
+                          const std::optional<kernels::RopeScaling>& rope_scaling = std::nullopt);
 
 // What evaluate() will cost, from the run's config before any batch runs
 // (napkin math, float32): bytes, the peak of one batch at the longest length
@@ -202,7 +207,23 @@ struct EvalCallbacks {
 // DataStream::kEval at each length, without gradients (the fused attention).
 // Lengths {} mean seq_len, 2 seq_len, 4 seq_len. Throws std::runtime_error
 // "[checkpoint] DIR is not a posenc run (no config.json)" and the checkpoint.h errors.
+// A context extension applied to a trained "rope" model at evaluation: type
+// "linear", "ntk", "dynamic" or "yarn" with scale factor s (default: the
+// longest evaluated length / the training length, at least 1) and the training
+// length as original_max_position_embeddings (dynamic, yarn); Hugging Face's
+// formulas (docs/rope.md).
+struct RopeExtension {
+  std::string type;
+  std::optional<double> factor;
+};
+// "[eval] rope extension must be linear, ntk, dynamic or yarn, got 'x'".
+kernels::RopeScaling rope_extension_scaling(const RopeExtension& extension, int64_t train_seq_len,
+                                            int64_t longest_length);
+
+// extension: evaluate a "rope" run with that scaling (report.rope_scaling says
+// which); "[eval] rope_scaling needs a run whose encoding has 'rope', got 'alibi'".
 EvalReport evaluate(const std::filesystem::path& dir, const std::vector<int64_t>& lengths, int64_t batches = 8,
-                    const EvalCallbacks& callbacks = {});
+                    const EvalCallbacks& callbacks = {},
+                    const std::optional<RopeExtension>& extension = std::nullopt);
 
 }  // namespace posenc::nn
