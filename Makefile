@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test check test-cpp test-python bench clean
+.PHONY: all setup configure build demo test check test-cpp test-python bench clean experiments
 
 all: build
 
@@ -46,6 +46,11 @@ test-cpp:
 test-python:
 	cd python && POSENC_LIBRARY=$(abspath $(BUILD))/lib/libposenc_nn.so \
 	  POSENC_CLI=$(abspath $(BUILD))/bin/posenc $(PYTHON) -m pytest -q ../tests/python
+
+# The experiment suites on real text (docs/experiments.md): hours on 2 cores,
+# resumable: run it again after an interruption and it continues.
+experiments: build
+	$(BUILD)/bin/posenc experiment run extrapolation --out out/experiments/extrapolation
 
 # Every benchmark runs; the exit status is the first failure's (1 wrong, 3 below target).
 bench: build

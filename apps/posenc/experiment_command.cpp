@@ -18,6 +18,7 @@
 #include "posenc/io/directory_lock.h"
 #include "posenc/kernels/build_info.h"
 #include "posenc/nn/experiment.h"
+#include "source_options.h"
 
 extern char** environ;
 
@@ -127,14 +128,35 @@ int ExperimentCommand::run_suite() const {
   const io::DirectoryLock lock("experiment", dir.string());
   prepare_corpus(dir / "corpus", quick_, vocab_size_, root_);
   const auto start = std::chrono::steady_clock::now();
+  // On a terminal, one line: the run, its step and the sweep's time left, from
+  // the training steps still to do (runs with a result.json cost nothing).
+  ProgressLine progress("experiment");
+  int64_t steps_left = 0;
+  for (const nn::ExperimentRun& r : runs) {
+    if (!fs::exists(dir / "runs" / r.name / "result.json")) steps_left += r.config.steps;
+  }
+  int64_t steps_done = 0;
   int64_t done = 0;
   for (const nn::ExperimentRun& r : runs) {
     nn::ExperimentRun run = r;
     run.config.task_options.data = (dir / "corpus").string();
     nn::TrainCallbacks callbacks;
-    callbacks.warning = [](const std::string& w) { std::cerr << "posenc: warning: " << w << '\n'; };
+    callbacks.warning = [&progress](const std::string& w) {
+      progress.finish();
+      std::cerr << "posenc: warning: " << w << '\n';
+    };
+    const std::string label = "run " + std::to_string(done + 1) + "/" + std::to_string(runs.size()) + " " + r.name;
+    // A resumed run counts its earlier steps as done: the time left is then a little optimistic.
+    callbacks.progress = [&](const nn::TrainProgress& p) {
+      const double fraction =
+          steps_left > 0 ? static_cast<double>(steps_done + p.step) / static_cast<double>(steps_left) : 1.0;
+      progress.update(label + ", step " + std::to_string(p.step) + "/" + std::to_string(p.steps),
+                      std::min(1.0, fraction));
+    };
     const nn::RunOutcome o =
         nn::run_experiment(run, dir, plan.lengths, plan.eval_batches, plan.rope_extensions, callbacks);
+    if (!o.reused) steps_done += run.config.steps;
+    progress.finish();
     ++done;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("run %lld/%zu %s: %s", static_cast<long long>(done), runs.size(), o.name.c_str(),
