@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <stdexcept>
 
 #include "posenc/error.h"
@@ -60,6 +61,20 @@ void prepare_corpus(const fs::path& dir, bool quick, int64_t vocab_size, const s
   }
 }
 
+void print_run_line(int64_t done, size_t total, const nn::RunOutcome& o, const char* how, double elapsed) {
+  std::printf("run %lld/%zu %s: %s", static_cast<long long>(done), total, o.name.c_str(), how);
+  if (!o.reused) std::printf(" (%.0f tokens/s)", o.tokens_per_second);
+  for (const nn::EvalLength& l : o.lengths) {
+    if (l.error.empty()) {
+      std::printf(", ppl@%lld %.2f", static_cast<long long>(l.seq_len), std::exp(l.loss));
+    } else {
+      std::printf(", ppl@%lld n/a", static_cast<long long>(l.seq_len));
+    }
+  }
+  std::printf("; elapsed %.0f s\n", elapsed);
+  std::fflush(stdout);
+}
+
 void print_summary(const nn::SuiteSummary& s) {
   std::printf("test perplexity (mean +- sd over seeds), trained at seq_len %lld, %lld runs\n",
               static_cast<long long>(s.train_seq_len), static_cast<long long>(s.runs));
@@ -99,8 +114,13 @@ ExperimentCommand::ExperimentCommand(CLI::App& parent) {
   run_->add_option("--vocab-size", vocab_size_, "SentencePiece vocabulary (default: 8000; --quick 1000)");
   run_->add_option("--threads", threads_, "Threads per run (results are reproducible per thread count)")
       ->capture_default_str();
+  run_->add_option("--jobs", jobs_,
+                   "Runs at once, each its own process (jobs x threads must fit the cores; results do not "
+                   "depend on it)")
+      ->capture_default_str();
   run_->add_option("--root", root_, "Read the corpus packages under this directory instead of /")
       ->capture_default_str();
+  run_->add_option("--only", only_, "")->group("");  // what a job runs (--jobs)
   report_ = app_->add_subcommand("report", "Summarize a suite directory: table on stdout, DIR/summary.json");
   report_->add_option("dir", report_dir_, "Suite directory")->required();
   report_->add_flag("--json", json_, "Print the summary as JSON");
@@ -122,11 +142,28 @@ int ExperimentCommand::run_suite() const {
   require(threads_ >= 1 && threads_ <= cores, "experiment", "threads must be in 1..", cores,
           " (the cores available to this process), got ", threads_);
   plan.train.threads = threads_;
+  require(jobs_ >= 1 && jobs_ * threads_ <= cores, "experiment", "jobs x threads must be in 1..", cores,
+          " (the cores available to this process), got ", jobs_, " x ", threads_);
   const fs::path dir = out_;
   const std::vector<nn::ExperimentRun> runs = nn::plan_runs(plan);  // validates before anything is written
+  if (!only_.empty()) {
+    // A job of a --jobs sweep: the parent holds the suite's lock and made the corpus.
+    for (nn::ExperimentRun run : runs) {
+      if (run.name != only_) continue;
+      run.config.task_options.data = (dir / "corpus").string();
+      nn::run_experiment(run, dir, plan.lengths, plan.eval_batches, plan.rope_extensions);
+      return 0;
+    }
+    fail_argument("experiment", "--only names no run of this plan, got '", only_, "'");
+  }
   fs::create_directories(dir);
   const io::DirectoryLock lock("experiment", dir.string());
   prepare_corpus(dir / "corpus", quick_, vocab_size_, root_);
+  if (jobs_ > 1) {
+    std::vector<std::string> names;
+    for (const nn::ExperimentRun& r : runs) names.push_back(r.name);
+    run_in_jobs(names, runs.size());
+  }
   const auto start = std::chrono::steady_clock::now();
   // On a terminal, one line: the run, its step and the sweep's time left, from
   // the training steps still to do (runs with a result.json cost nothing).
@@ -159,23 +196,75 @@ int ExperimentCommand::run_suite() const {
     progress.finish();
     ++done;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("run %lld/%zu %s: %s", static_cast<long long>(done), runs.size(), o.name.c_str(),
-                o.reused ? "done before" : "trained");
-    if (!o.reused) std::printf(" (%.0f tokens/s)", o.tokens_per_second);
-    for (const nn::EvalLength& l : o.lengths) {
-      if (l.error.empty()) {
-        std::printf(", ppl@%lld %.2f", static_cast<long long>(l.seq_len), std::exp(l.loss));
-      } else {
-        std::printf(", ppl@%lld n/a", static_cast<long long>(l.seq_len));
-      }
-    }
-    std::printf("; elapsed %.0f s\n", elapsed);
-    std::fflush(stdout);
+    // With --jobs the runs were trained by the jobs: here they are read back.
+    print_run_line(done, runs.size(), o, o.reused ? (jobs_ > 1 ? "done" : "done before") : "trained", elapsed);
   }
   const nn::SuiteSummary summary = nn::summarize_experiment(dir);
   io::write_file_atomically("experiment", (dir / "summary.json").string(), nn::summary_json(summary));
   print_summary(summary);
   return 0;
+}
+
+void ExperimentCommand::run_in_jobs(const std::vector<std::string>& names, size_t total) const {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) fail_runtime("experiment", "cannot locate posenc's own executable: ", ec.message());
+  std::vector<std::string> base = {"posenc", "experiment", "run", suite_, "--out", out_, "--threads",
+                                   std::to_string(threads_), "--root", root_};
+  if (quick_) base.push_back("--quick");
+  if (run_->count("--seeds") > 0) base.insert(base.end(), {"--seeds", std::to_string(seeds_)});
+  if (run_->count("--steps") > 0) base.insert(base.end(), {"--steps", std::to_string(steps_)});
+  if (run_->count("--vocab-size") > 0) base.insert(base.end(), {"--vocab-size", std::to_string(vocab_size_)});
+  if (!encodings_.empty()) {
+    std::string joined;
+    for (const std::string& e : encodings_) joined += (joined.empty() ? "" : ",") + e;
+    base.insert(base.end(), {"--encodings", joined});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::map<pid_t, std::string> running;
+  std::vector<std::string> failed;
+  size_t next = 0;
+  int64_t done = 0;
+  while (next < names.size() || !running.empty()) {
+    while (next < names.size() && static_cast<int64_t>(running.size()) < jobs_) {
+      const std::string& name = names[next++];
+      if (fs::exists(fs::path(out_) / "runs" / name / "result.json", ec)) continue;  // reported below as done before
+      std::vector<std::string> args = base;
+      args.insert(args.end(), {"--only", name});
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      pid_t pid = 0;
+      const int spawned = ::posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv.data(), environ);
+      if (spawned != 0) fail_runtime("experiment", self.string(), ": cannot start a job (", std::strerror(spawned), ")");
+      running[pid] = name;
+    }
+    if (running.empty()) break;
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      fail_runtime("experiment", "waiting for a job: ", std::strerror(errno));
+    }
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const std::string name = it->second;
+    running.erase(it);
+    ++done;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failed.push_back(name);
+      continue;
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("job %lld: %s trained; elapsed %.0f s\n", static_cast<long long>(done), name.c_str(), elapsed);
+    std::fflush(stdout);
+  }
+  if (!failed.empty()) {
+    std::string list;
+    for (const std::string& f : failed) list += (list.empty() ? "" : ", ") + f;
+    fail_runtime("experiment", failed.size(), " of ", total, " runs failed (", list,
+                 "); their messages are above; the others are kept: run the same command again");
+  }
 }
 
 int ExperimentCommand::report() const {

@@ -1,5 +1,5 @@
 // `posenc experiment run extrapolation --out DIR [--seeds N] [--quick]
-// [--encodings a,b] [--steps N] [--vocab-size N] [--threads N] [--root DIR]` and
+// [--encodings a,b] [--steps N] [--vocab-size N] [--threads N] [--jobs N] [--root DIR]` and
 // `posenc experiment report DIR [--json]`: the suites of docs/experiments.md.
 // The corpus step runs posenc-text (a separate process: see text_tool.h);
 // every run is resumable and a finished one is never recomputed.
@@ -22,6 +22,8 @@ class ExperimentCommand {
 
  private:
   int run_suite() const;
+  // --jobs N: each run in its own posenc process, N at a time.
+  void run_in_jobs(const std::vector<std::string>& names, size_t total) const;
   int report() const;
 
   CLI::App* app_;
@@ -35,6 +37,8 @@ class ExperimentCommand {
   int64_t steps_ = 0;
   int64_t vocab_size_ = 0;
   int64_t threads_ = 1;
+  int64_t jobs_ = 1;
+  std::string only_;  // a job: this one run, no corpus step, no suite lock, no summary
   std::string root_ = "/";
   std::string report_dir_;
   bool json_ = false;

@@ -93,3 +93,20 @@ def test_refusals(tree, tmp_path):  # noqa: F811
     assert r.stderr == (f"posenc: [corpus] {tmp_path}/empty/usr/share/wordnet/data.noun: not found; install "
                         "Debian's wordnet-base (bash scripts/setup.sh)\n"
                         "posenc: [experiment] the corpus step (posenc-text corpus) failed; its message is above\n")
+
+
+def test_jobs_give_the_same_results(tree, tmp_path):  # noqa: F811
+    root, _ = tree
+    sequential, parallel = tmp_path / "seq", tmp_path / "par"
+    assert suite(root, sequential, "--encodings", "none,rope").returncode == 0
+    r = suite(root, parallel, "--encodings", "none,rope", "--jobs", 2)
+    assert r.returncode == 0, r.stderr
+    # "job 1: rope-s0 trained; elapsed 3 s", in the order the jobs end.
+    assert sorted(line.split(": ")[1].split(" ")[0] for line in r.stdout.splitlines()
+                  if line.startswith("job ")) == ["none-s0", "rope-s0"]
+    assert "run 2/2 rope-s0: done" in r.stdout
+    # Each run is its own process with the same thread count: the numbers do not depend on --jobs.
+    assert json.loads((parallel / "summary.json").read_text())["rows"] == \
+        json.loads((sequential / "summary.json").read_text())["rows"]
+    r = suite(root, parallel, "--jobs", 3)
+    assert r.returncode == 2 and r.stderr.startswith("posenc: [experiment] jobs x threads must be in 1..")
