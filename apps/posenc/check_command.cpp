@@ -67,14 +67,6 @@ void print_report(std::ostream& os, const check::CheckReport& r) {
   os << (r.matches ? "result: matches\n" : "result: does not match\n");
 }
 
-// Any RoPE scaling option given (they all land in the scaling; --seq-len does not).
-bool scaling_given(const kernels::RopeScaling& s) {
-  return s.type != kernels::RopeType::kDefault || s.factor || s.original_max_position_embeddings ||
-         s.max_position_embeddings || s.beta_fast || s.beta_slow || s.mscale || s.mscale_all_dim || s.truncate ||
-         s.attention_factor || !s.short_factor.empty() || !s.long_factor.empty() || s.low_freq_factor ||
-         s.high_freq_factor || s.partial_rotary_factor;
-}
-
 bool parse_int(std::string_view s, int64_t& out) {
   if (s.empty()) return false;
   const char* end = s.data() + s.size();
@@ -180,7 +172,7 @@ int CheckCommand::run() const {
     // The config names the scheme: the one positional is the file.
     if (file.empty()) file = kind_;
     else fail_argument(kOp, "KIND does not apply with --hf-config (the config gives the scheme), got '", kind_, "'");
-    if (scaling_given(rope_.scaling())) {
+    if (!kernels::is_unscaled(rope_.scaling())) {  // any scaling option given (--seq-len is not one)
       fail_argument(kOp, "the RoPE scaling options conflict with --hf-config (the config gives the scaling)");
     }
   }

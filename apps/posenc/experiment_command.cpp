@@ -1,6 +1,5 @@
 #include "experiment_command.h"
 
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,9 +18,8 @@
 #include "posenc/io/directory_lock.h"
 #include "posenc/kernels/build_info.h"
 #include "posenc/nn/experiment.h"
+#include "processes.h"
 #include "source_options.h"
-
-extern char** environ;
 
 namespace posenc::cli {
 namespace {
@@ -32,26 +30,16 @@ namespace fs = std::filesystem;
 // (the tokenizer cannot share a process with libtorch). Skipped when present.
 void prepare_corpus(const fs::path& dir, bool quick, int64_t vocab_size, const std::string& root) {
   if (fs::exists(dir / "corpus.json")) return;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) fail_runtime("experiment", "cannot locate posenc's own directory: ", ec.message());
-  const std::string tool = (self.parent_path() / "posenc-text").string();
+  const fs::path tool = own_executable("experiment").parent_path() / "posenc-text";
   const std::string vocab = std::to_string(vocab_size > 0 ? vocab_size : quick ? 1000 : 8000);
   const std::string sources = quick ? "wordnet" : "wordnet,gcide,fortunes";
   const std::string out = dir.string(), cache = (dir.parent_path() / "tokenizer").string();
-  std::vector<std::string> args = {"posenc-text", "corpus", "--sources", sources, "--vocab-size", vocab,
-                                   "--cache",     cache,    "--out",     out,     "--root",       root};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   std::cout << "corpus: " << sources << ", SentencePiece vocabulary " << vocab << " -> " << out << std::endl;
-  pid_t pid = 0;
   // Its table goes to our stdout; its one-line error to our stderr.
-  const int spawned = ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr, argv.data(), environ);
-  if (spawned != 0) {
-    fail_runtime("experiment", tool, ": cannot run (", std::strerror(spawned),
-                 "): the corpus step runs posenc-text, built beside posenc");
-  }
+  const pid_t pid = spawn_process("experiment", tool,
+                                  {"posenc-text", "corpus", "--sources", sources, "--vocab-size", vocab, "--cache",
+                                   cache, "--out", out, "--root", root},
+                                  "the corpus step runs posenc-text, built beside posenc");
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) fail_runtime("experiment", "waiting for posenc-text: ", std::strerror(errno));
@@ -207,8 +195,7 @@ int ExperimentCommand::run_suite() const {
 
 void ExperimentCommand::run_in_jobs(const std::vector<std::string>& names, size_t total) const {
   std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) fail_runtime("experiment", "cannot locate posenc's own executable: ", ec.message());
+  const fs::path self = own_executable("experiment");
   std::vector<std::string> base = {"posenc", "experiment", "run", suite_, "--out", out_, "--threads",
                                    std::to_string(threads_), "--root", root_};
   if (quick_) base.push_back("--quick");
@@ -231,13 +218,7 @@ void ExperimentCommand::run_in_jobs(const std::vector<std::string>& names, size_
       if (fs::exists(fs::path(out_) / "runs" / name / "result.json", ec)) continue;  // reported below as done before
       std::vector<std::string> args = base;
       args.insert(args.end(), {"--only", name});
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      pid_t pid = 0;
-      const int spawned = ::posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv.data(), environ);
-      if (spawned != 0) fail_runtime("experiment", self.string(), ": cannot start a job (", std::strerror(spawned), ")");
-      running[pid] = name;
+      running[spawn_process("experiment", self, std::move(args), "a job of the sweep")] = name;
     }
     if (running.empty()) break;
     int status = 0;

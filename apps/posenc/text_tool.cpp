@@ -6,7 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
-#include <system_error>
+#include <stdexcept>
+
+#include "processes.h"
 
 namespace posenc::cli {
 namespace {
@@ -32,10 +34,12 @@ bool is_text_command(int argc, char** argv) {
 }
 
 std::string run_text_tool(char** argv) {
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "[" + std::string(argv[1]) + "] cannot locate posenc's own directory: " + ec.message();
-  const std::string tool = (self.parent_path() / "posenc-text").string();
+  std::string tool;
+  try {
+    tool = (own_executable(argv[1]).parent_path() / "posenc-text").string();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
   argv[0] = const_cast<char*>("posenc-text");
   ::execv(tool.c_str(), argv);
   return "[" + std::string(argv[1]) + "] " + tool + ": cannot run (" + std::strerror(errno) +

@@ -280,6 +280,14 @@ std::string_view rope_type_name(RopeType type) noexcept {
   return "?";
 }
 
+bool is_unscaled(const RopeScaling& s) noexcept {
+  if (s.type != RopeType::kDefault) return false;
+  for (const KeyName& k : kKeys) {
+    if (is_set(s, k.key)) return false;
+  }
+  return true;
+}
+
 void validate(const RopeScaling& s, int64_t dim, double base, const char* op) {
   require(dim >= 1, op, "dim must be positive, got ", dim);
   require(dim % 2 == 0, op, "dim must be even, got ", dim);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <system_error>
+#include <tuple>
 
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
@@ -215,23 +216,28 @@ SuiteSummary summarize_experiment(const fs::path& suite_dir) {
   std::error_code ec;
   const fs::path runs = suite_dir / "runs";
   if (!fs::is_directory(runs, ec)) fail_runtime(kOp, suite_dir.string(), ": no runs/ directory: not an experiment");
-  std::vector<fs::path> results;
+  // Each result once, in the plan's order ("order"), so the table lists encodings as the suite does.
+  struct Stored {
+    int64_t order;
+    fs::path path;
+    json j;
+  };
+  std::vector<Stored> results;
   for (const auto& entry : fs::directory_iterator(runs, ec)) {
     const fs::path r = entry.path() / "result.json";
-    if (fs::exists(r, ec)) results.push_back(r);
+    if (!fs::exists(r, ec)) continue;
+    json j = read_json(r);
+    const int64_t order = j.value("order", int64_t{0});
+    results.push_back({order, r, std::move(j)});
   }
-  // The plan's order (result.json "order"), so the table lists encodings as the suite does.
-  std::vector<std::pair<int64_t, fs::path>> ordered;
-  for (const fs::path& r : results) ordered.emplace_back(read_json(r).value("order", int64_t{0}), r);
-  std::sort(ordered.begin(), ordered.end());
-  results.clear();
-  for (const auto& [order, r] : ordered) results.push_back(r);
+  std::sort(results.begin(), results.end(),
+            [](const Stored& a, const Stored& b) { return std::tie(a.order, a.path) < std::tie(b.order, b.path); });
   // encoding -> seq_len -> (perplexities, first error); encodings in first-seen order of the plan names.
   std::vector<std::string> order;
   std::map<std::string, std::map<int64_t, std::pair<std::vector<double>, std::string>>> cells;
-  for (const fs::path& path : results) {
-    const json j = read_json(path);
-    const RunOutcome o = outcome_from(j, path);
+  for (const Stored& stored : results) {
+    const json& j = stored.j;
+    const RunOutcome o = outcome_from(j, stored.path);
     if (s.runs == 0 && j.contains("config")) s.train_seq_len = j["config"].value("seq_len", int64_t{0});
     ++s.runs;
     std::vector<std::pair<std::string, const std::vector<EvalLength>*>> rows = {{o.encoding, &o.lengths}};

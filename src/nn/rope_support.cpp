@@ -78,19 +78,8 @@ std::vector<kernels::RopeScaling> scalings_of(const ScalingListArg& arg) {
   return out;
 }
 
-namespace {
-
-bool is_default(const kernels::RopeScaling& s) {
-  return s.type == kernels::RopeType::kDefault && !s.factor && !s.original_max_position_embeddings &&
-         !s.max_position_embeddings && !s.beta_fast && !s.beta_slow && !s.mscale && !s.mscale_all_dim &&
-         !s.truncate && !s.attention_factor && s.short_factor.empty() && s.long_factor.empty() &&
-         !s.low_freq_factor && !s.high_freq_factor && !s.partial_rotary_factor;
-}
-
-}  // namespace
-
 ScalingArg scaling_arg(const kernels::RopeScaling& scaling) {
-  if (is_default(scaling)) return c10::nullopt;
+  if (kernels::is_unscaled(scaling)) return c10::nullopt;
   return c10::make_intrusive<RopeScalingObject>(scaling);
 }
 

@@ -686,15 +686,6 @@ namespace {
 
 // load_task_model, the scaling chosen once the run's config is known.
 using ScalingFor = std::function<std::optional<kernels::RopeScaling>(const TrainConfig&)>;
-TaskModel load_task_model_with(const fs::path& given, LoadedRun* run, const ScalingFor& scaling_for);
-
-}  // namespace
-
-TaskModel load_task_model(const fs::path& given, LoadedRun* run, const std::optional<kernels::RopeScaling>& rope_scaling) {
-  return load_task_model_with(given, run, [&](const TrainConfig&) { return rope_scaling; });
-}
-
-namespace {
 
 TaskModel load_task_model_with(const fs::path& given, LoadedRun* run, const ScalingFor& scaling_for) {
   const fs::path dir = given.has_filename() ? given : given.parent_path();  // "run/" names "run"
@@ -743,6 +734,10 @@ TaskModel load_task_model_with(const fs::path& given, LoadedRun* run, const Scal
 }
 
 }  // namespace
+
+TaskModel load_task_model(const fs::path& given, LoadedRun* run, const std::optional<kernels::RopeScaling>& rope_scaling) {
+  return load_task_model_with(given, run, [&](const TrainConfig&) { return rope_scaling; });
+}
 
 kernels::RopeScaling rope_extension_scaling(const RopeExtension& e, int64_t train_seq_len, int64_t longest) {
   require(e.type == "linear" || e.type == "ntk" || e.type == "dynamic" || e.type == "yarn", "eval",

@@ -257,6 +257,18 @@ TEST(RopeScaling, ProportionalMatchesReference) {
   EXPECT_EQ(rope_frequencies(128, 1e4, all).inv_freq, rope_frequencies(128, 1e4, linear).inv_freq);
 }
 
+TEST(RopeScaling, UnscaledMeansDefaultWithNoKey) {
+  EXPECT_TRUE(is_unscaled(RopeScaling{}));
+  RopeScaling typed = make(RopeType::kLinear);
+  EXPECT_FALSE(is_unscaled(typed));
+  RopeScaling keyed;  // default type with a stray key: not unscaled (validate refuses it)
+  keyed.partial_rotary_factor = 0.5;
+  EXPECT_FALSE(is_unscaled(keyed));
+  keyed = RopeScaling{};
+  keyed.short_factor = {1.0};
+  EXPECT_FALSE(is_unscaled(keyed));
+}
+
 TEST(RopeScaling, ProportionalValidation) {
   for (double p : {0.0, -0.5, 1.5, std::nan("")}) {
     RopeScaling s = make(RopeType::kProportional);

@@ -59,6 +59,10 @@ struct RopeScaling {
   std::optional<double> partial_rotary_factor;               // proportional: share of pairs that turn (default 1)
 };
 
+// True when the type is default and no key is set: the plain RoPE spectrum,
+// as given (an explicit "default" with keys is not unscaled; validate refuses it).
+bool is_unscaled(const RopeScaling& scaling) noexcept;
+
 // Throws std::invalid_argument naming the key: a key the type does not use,
 // a missing required key, factor <= 0 or not finite, longrope factors whose
 // length is not d/2, beta_fast < beta_slow (equal is accepted, as HF does), low_freq_factor >= high_freq_factor, ...
