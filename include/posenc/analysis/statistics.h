@@ -1,0 +1,41 @@
+// Small-sample statistics for comparing encodings across seeds: the paired
+// t-test (two-sided, Student's t with n - 1 degrees of freedom), Pearson and
+// Spearman correlations, and the Student t distribution they rest on.
+// Inputs are plain vectors; errors throw std::invalid_argument "[stats] ...".
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace posenc::analysis {
+
+struct MeanSd {
+  double mean = 0;
+  double sd = 0;  // sample standard deviation (n - 1); 0 for one value
+  int64_t n = 0;
+};
+// "[stats] values must not be empty".
+MeanSd mean_sd(const std::vector<double>& values);
+
+// I_x(a, b), the regularized incomplete beta function, for a, b > 0 and x in [0, 1].
+double regularized_incomplete_beta(double a, double b, double x);
+
+// P(|T| >= |t|) for T ~ Student t with nu > 0 degrees of freedom (two-sided tail).
+double student_t_two_sided_p(double t, double nu);
+
+struct PairedTTest {
+  double mean_difference = 0;  // mean of a_i - b_i
+  double t = 0;                // mean / (sd / sqrt(n)); +-inf when every difference is the same non-zero value
+  double p = 1;                // two-sided; 1 when every difference is 0
+  int64_t n = 0;
+};
+// a and b paired by index (the same seed). "[stats] paired samples must have the same size, got 5 and 4";
+// "[stats] a paired t-test needs >= 2 pairs, got 1".
+PairedTTest paired_t_test(const std::vector<double>& a, const std::vector<double>& b);
+
+// NaN when either sample is constant. Same size, >= 2 values (errors as above).
+double pearson_correlation(const std::vector<double>& x, const std::vector<double>& y);
+// Pearson of the ranks (ties share their mean rank).
+double spearman_correlation(const std::vector<double>& x, const std::vector<double>& y);
+
+}  // namespace posenc::analysis

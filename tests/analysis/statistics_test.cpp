@@ -1,0 +1,103 @@
+#include "posenc/analysis/statistics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+
+namespace posenc::analysis {
+namespace {
+
+// Two-sided tail of Student's t by Simpson's rule on the density, written
+// plainly: 2 * integral_|t|^inf f(x) dx with x = |t| + u / (1 - u).
+double simpson_tail(double t, double nu) {
+  const double c = std::exp(std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2)) / std::sqrt(nu * std::numbers::pi);
+  const auto f = [&](double u) {
+    if (u >= 1) return 0.0;
+    const double x = std::fabs(t) + u / (1 - u);
+    return c * std::pow(1 + x * x / nu, -(nu + 1) / 2) / ((1 - u) * (1 - u));
+  };
+  const int n = 200000;
+  const double h = 1.0 / n;
+  double s = f(0) + f(1);
+  for (int i = 1; i < n; ++i) s += f(i * h) * (i % 2 == 1 ? 4 : 2);
+  return 2 * s * h / 3;
+}
+
+void expect_error(const std::function<void()>& f, const std::string& message) {
+  try {
+    f();
+    FAIL() << "no exception, expected " << message;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(Statistics, StudentTClosedForms) {
+  for (const double t : {0.0, 0.3, 1.0, 2.5, 12.0}) {
+    // nu = 1 is the Cauchy distribution; nu = 2 has the tail 1 - |t| / sqrt(2 + t^2).
+    EXPECT_NEAR(student_t_two_sided_p(t, 1), 1 - 2 / std::numbers::pi * std::atan(t), 1e-13) << t;
+    EXPECT_NEAR(student_t_two_sided_p(-t, 2), 1 - t / std::sqrt(2 + t * t), 1e-13) << t;
+  }
+}
+
+TEST(Statistics, StudentTMatchesIntegratedDensity) {
+  for (const double nu : {3.0, 4.0, 5.0, 9.0, 30.0}) {
+    for (const double t : {0.5, 1.7, 2.8, 6.0}) {
+      EXPECT_NEAR(student_t_two_sided_p(t, nu), simpson_tail(t, nu), 1e-9) << "nu " << nu << " t " << t;
+    }
+  }
+  // Printed tables' 5 % two-sided critical values.
+  EXPECT_NEAR(student_t_two_sided_p(2.776445105, 4), 0.05, 1e-9);
+  EXPECT_NEAR(student_t_two_sided_p(2.570581836, 5), 0.05, 1e-9);
+}
+
+TEST(Statistics, IncompleteBetaProperties) {
+  EXPECT_DOUBLE_EQ(regularized_incomplete_beta(2, 3, 0), 0);
+  EXPECT_DOUBLE_EQ(regularized_incomplete_beta(2, 3, 1), 1);
+  // I_x(1, 1) = x; I_x(a, 1) = x^a; symmetry I_x(a, b) = 1 - I_{1-x}(b, a).
+  for (const double x : {0.1, 0.5, 0.93}) {
+    EXPECT_NEAR(regularized_incomplete_beta(1, 1, x), x, 1e-14);
+    EXPECT_NEAR(regularized_incomplete_beta(3.5, 1, x), std::pow(x, 3.5), 1e-14);
+    EXPECT_NEAR(regularized_incomplete_beta(2.5, 7, x), 1 - regularized_incomplete_beta(7, 2.5, 1 - x), 1e-14);
+  }
+  expect_error([] { regularized_incomplete_beta(0, 1, 0.5); }, "[stats] incomplete beta needs a, b > 0, got 0, 1");
+  expect_error([] { regularized_incomplete_beta(1, 1, 1.5); }, "[stats] incomplete beta needs x in [0, 1], got 1.5");
+}
+
+TEST(Statistics, PairedTTest) {
+  // Differences 1, 2, 3, 4, 5: mean 3, sd sqrt(2.5), t = 3 / (sqrt(2.5) / sqrt(5)) = 3 sqrt(2).
+  const PairedTTest r = paired_t_test({2, 4, 6, 8, 10}, {1, 2, 3, 4, 5});
+  EXPECT_EQ(r.n, 5);
+  EXPECT_DOUBLE_EQ(r.mean_difference, 3);
+  EXPECT_NEAR(r.t, 3 * std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(r.p, simpson_tail(r.t, 4), 1e-9);
+  // Swapping the samples flips t, keeps p.
+  const PairedTTest s = paired_t_test({1, 2, 3, 4, 5}, {2, 4, 6, 8, 10});
+  EXPECT_NEAR(s.t, -r.t, 1e-12);
+  EXPECT_NEAR(s.p, r.p, 1e-15);
+  EXPECT_EQ(paired_t_test({1, 2}, {1, 2}).p, 1);
+  EXPECT_EQ(paired_t_test({2, 3}, {1, 2}).p, 0);
+  expect_error([] { paired_t_test({1, 2, 3}, {1, 2}); }, "[stats] paired samples must have the same size, got 3 and 2");
+  expect_error([] { paired_t_test({1}, {2}); }, "[stats] a paired t-test needs >= 2 pairs, got 1");
+}
+
+TEST(Statistics, Correlations) {
+  EXPECT_NEAR(pearson_correlation({1, 2, 3}, {2, 4, 6}), 1, 1e-15);
+  EXPECT_NEAR(pearson_correlation({1, 2, 3}, {3, 2, 1}), -1, 1e-15);
+  // x = 1..4, y = 1, 3, 2, 4: covariance 4 / sqrt(5 * 5) = 0.8.
+  EXPECT_NEAR(pearson_correlation({1, 2, 3, 4}, {1, 3, 2, 4}), 0.8, 1e-15);
+  // Monotone but not linear: Spearman 1, Pearson below.
+  EXPECT_NEAR(spearman_correlation({1, 2, 3, 4}, {1, 8, 27, 1000}), 1, 1e-15);
+  EXPECT_LT(pearson_correlation({1, 2, 3, 4}, {1, 8, 27, 1000}), 0.99);
+  // Ties share their mean rank: ranks of (1, 1, 2) are (1.5, 1.5, 3).
+  EXPECT_NEAR(spearman_correlation({1, 1, 2}, {1.5, 1.5, 3}), 1, 1e-15);
+  EXPECT_TRUE(std::isnan(pearson_correlation({1, 1, 1}, {1, 2, 3})));
+  expect_error([] { spearman_correlation({1}, {1}); }, "[stats] a correlation needs >= 2 pairs, got 1");
+}
+
+}  // namespace
+}  // namespace posenc::analysis
