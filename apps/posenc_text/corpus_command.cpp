@@ -14,7 +14,9 @@
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/npy.h"
 #include "posenc/text/corpus.h"
+#include "posenc/text/task_datasets.h"
 #include "posenc/text/tokenizer.h"
+#include "task_files.h"
 
 namespace posenc::cli {
 
@@ -34,18 +36,25 @@ CorpusCommand::CorpusCommand(CLI::App& parent) {
       ->capture_default_str();
   app_->add_option("--out", out_,
                    "With --vocab-size: write DIR/{train,validation,test}.ids.npy (int64 token ids, each document "
-                   "followed by eos = 3), DIR/tokenizer.model and DIR/corpus.json, for posenc train --task text");
+                   "followed by eos = 3), DIR/tokenizer.model and DIR/corpus.json, for posenc train --task text; and "
+                   "the fine-tuning tasks of the sources (wordnet: lexname, pos; gcide: definition) as "
+                   "DIR/tasks/NAME/{train,validation,test}.{tokens,labels}.npy (int32) and task.json");
   app_->add_flag("--json", json_, "One JSON object");
 }
 
-// DIR/corpus.json last: a directory with it is complete (each file is written atomically).
+// DIR/corpus.json last: a directory with it is complete (each file is written
+// atomically; an old corpus.json goes first, so a rerun stopped half-way does
+// not look complete).
 void CorpusCommand::write_dataset(const text::Tokenizer& tokenizer, const text::CorpusStats& stats,
                                   const std::vector<std::array<int64_t, 3>>& tokens,
-                                  const std::array<std::vector<int64_t>, 3>& ids) const {
+                                  const std::array<std::vector<int64_t>, 3>& ids,
+                                  const std::vector<text::TaskDataset>& tasks) const {
   const std::filesystem::path dir = out_;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error("[corpus] " + out_ + ": cannot create the directory: " + ec.message());
+  std::filesystem::remove(dir / "corpus.json", ec);
+  if (ec) throw std::runtime_error("[corpus] " + out_ + "/corpus.json: cannot remove: " + ec.message());
   nlohmann::ordered_json splits;
   for (int split = 0; split < 3; ++split) {
     const std::string name(text::split_name(static_cast<text::Split>(split)));
@@ -55,6 +64,11 @@ void CorpusCommand::write_dataset(const text::Tokenizer& tokenizer, const text::
   }
   io::write_file_atomically("corpus", (dir / "tokenizer.model").string(),
                             io::read_regular_file("corpus", tokenizer.model_file().string()));
+  std::vector<std::string> task_names;
+  for (const text::TaskDataset& task : tasks) {
+    write_task_files(dir / "tasks" / task.name, task);
+    task_names.push_back(task.name);
+  }
   nlohmann::ordered_json j;
   j["format"] = "posenc-text-ids-1";
   j["vocab_size"] = tokenizer.vocab_size();
@@ -67,6 +81,7 @@ void CorpusCommand::write_dataset(const text::Tokenizer& tokenizer, const text::
     per_source[stats.sources[i]] = {{"train", tokens[i][0]}, {"validation", tokens[i][1]}, {"test", tokens[i][2]}};
   }
   j["tokens_per_source"] = per_source;
+  j["tasks"] = task_names;  // DIR/tasks/NAME, each with its task.json
   io::write_file_atomically("corpus", (dir / "corpus.json").string(), j.dump(2) + "\n");
 }
 
@@ -90,6 +105,7 @@ void CorpusCommand::run() const {
     throw std::invalid_argument("[corpus] --out needs --vocab-size (the token ids come from that tokenizer)");
   }
   std::array<std::vector<int64_t>, 3> ids;  // per split, for --out
+  std::vector<text::TaskDataset> tasks;      // for --out
   if (vocab_size_ > 0 || app_->count("--vocab-size") > 0) {
     text::TokenizerOptions t;
     t.vocab_size = vocab_size_;
@@ -114,7 +130,11 @@ void CorpusCommand::run() const {
         split.push_back(text::kEosId);
       }
     }
-    if (!out_.empty()) write_dataset(tokenizer, stats, tokens, ids);
+    if (!out_.empty()) {
+      // Built before any file is written: a task refused (too few classes, an empty split) writes nothing.
+      tasks = text::task_datasets(docs, tokenizer, stats.sources);
+      write_dataset(tokenizer, stats, tokens, ids, tasks);
+    }
   }
 
   if (json_) {
@@ -135,6 +155,14 @@ void CorpusCommand::run() const {
       j["tokenizer"] = {{"model", model_file}, {"vocab_size", vocab_size_}, {"model_type", model_type_},
                         {"cached", cached}};
     }
+    if (!out_.empty()) {
+      nlohmann::ordered_json t = nlohmann::ordered_json::object();
+      for (const text::TaskDataset& task : tasks) {
+        t[task.name] = {{"train", task.splits[0].rows}, {"validation", task.splits[1].rows},
+                        {"test", task.splits[2].rows}};
+      }
+      j["tasks"] = t;  // examples per split
+    }
     std::cout << j.dump(2) << '\n';
     return;
   }
@@ -154,6 +182,13 @@ void CorpusCommand::run() const {
   if (!model_file.empty()) {
     std::printf("tokenizer %s (%s, vocabulary %lld): %s in %.1f s\n", model_file.c_str(), model_type_.c_str(),
                 static_cast<long long>(vocab_size_), cached ? "reused from the cache" : "trained", seconds);
+  }
+  for (const text::TaskDataset& task : tasks) {
+    std::printf("task %s (%s, seq_len %lld): %lld / %lld / %lld examples -> %s\n", task.name.c_str(),
+                std::string(text::task_kind_name(task.kind)).c_str(), static_cast<long long>(task.seq_len),
+                static_cast<long long>(task.splits[0].rows), static_cast<long long>(task.splits[1].rows),
+                static_cast<long long>(task.splits[2].rows),
+                (std::filesystem::path(out_) / "tasks" / task.name).c_str());
   }
 }
 

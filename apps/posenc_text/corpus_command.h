@@ -4,7 +4,8 @@
 // and size; with --vocab-size, the SentencePiece model trained on the training
 // split (cached in --cache, reused when present) and the tokens per split;
 // with --out, the token ids of each split for training (posenc train --task
-// text --data DIR), since a torch process cannot load SentencePiece.
+// text --data DIR), since a torch process cannot load SentencePiece, and the
+// labelled fine-tuning tasks of the sources (DIR/tasks/NAME, task_files.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "posenc/text/corpus.h"
+#include "posenc/text/task_datasets.h"
 #include "posenc/text/tokenizer.h"
 
 namespace posenc::cli {
@@ -30,7 +32,8 @@ class CorpusCommand {
  private:
   void write_dataset(const text::Tokenizer& tokenizer, const text::CorpusStats& stats,
                      const std::vector<std::array<int64_t, 3>>& tokens,
-                     const std::array<std::vector<int64_t>, 3>& ids) const;
+                     const std::array<std::vector<int64_t>, 3>& ids,
+                     const std::vector<text::TaskDataset>& tasks) const;
 
   CLI::App* app_;
   std::vector<std::string> sources_ = {"wordnet", "gcide", "fortunes"};

@@ -216,7 +216,154 @@ def test_out_writes_token_ids_that_train_a_text_model(tree, tmp_path):
         assert math.isclose(row["perplexity"], math.exp(row["loss"]), rel_tol=1e-12)
     # Options of the text task are refused for the others, and --out needs a tokenizer.
     r = run("train", "--task", "copy", "--data", data, "--encoding", "rope", "--out", tmp_path / "x")
-    assert (r.returncode, r.stderr) == (2, "posenc: [train] --data does not apply to task 'copy' (only to 'text')\n")
+    assert (r.returncode, r.stderr) == (2, "posenc: [train] --data does not apply to task 'copy' (only to text, mlm, "
+                                           "text-classify, text-span)\n")
     r = run("corpus", "--root", root, "--out", tmp_path / "y")
     assert (r.returncode, r.stderr) == (2, "posenc: [corpus] --out needs --vocab-size (the token ids come from "
                                            "that tokenizer)\n")
+
+
+# lexnames(5WN): the lexicographer files by number, written here from WordNet's documentation.
+LEXNAMES = ("adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body "
+            "noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location "
+            "noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process "
+            "noun.quantity noun.relation noun.shape noun.state noun.substance noun.time verb.body verb.change "
+            "verb.cognition verb.communication verb.competition verb.consumption verb.contact verb.creation "
+            "verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative verb.weather "
+            "adj.ppl").split()
+SPLITS = ("train", "validation", "test")
+
+
+def content_lengths(rows):
+    """Per row, the tokens before the first pad (0); asserts bos first and nothing but pad after the content."""
+    import numpy as np
+
+    assert (rows[:, 0] == 2).all()
+    is_pad = rows == 0
+    n = np.where(is_pad.any(axis=1), is_pad.argmax(axis=1), rows.shape[1])
+    assert (is_pad == (np.arange(rows.shape[1])[None, :] >= n[:, None])).all()  # pad only after the content
+    return n
+
+
+def load_task(data, name):
+    import numpy as np
+
+    meta = json.loads((data / "tasks" / name / "task.json").read_text())
+    arrays = {split: (np.load(data / "tasks" / name / f"{split}.tokens.npy"),
+                      np.load(data / "tasks" / name / f"{split}.labels.npy")) for split in SPLITS}
+    return meta, arrays
+
+
+def test_out_writes_labelled_task_datasets(tree, tmp_path):
+    import numpy as np
+
+    root, synsets = tree
+    data = tmp_path / "data"
+    j = corpus_json("--root", root, "--vocab-size", 150, "--cache", tmp_path / "cache", "--out", data)
+    assert j["tasks"] == {name: {split: json.loads((data / "tasks" / name / "task.json").read_text())["examples"]
+                                 [split] for split in SPLITS} for name in ("lexname", "pos", "definition")}
+    assert json.loads((data / "corpus.json").read_text())["tasks"] == ["lexname", "pos", "definition"]
+
+    # The wordnet documents of each split, in corpus order (data.noun, data.verb, data.adj, data.adv).
+    wordnet = {split: [] for split in SPLITS}
+    for part, lines in synsets.items():
+        for pos, offset, line in lines:
+            wordnet[fnv_split(f"wordnet:{pos}{offset}")].append((pos, LEXNAMES[int(line.split()[1])]))
+    classes = sorted({lex for docs in wordnet.values() for _, lex in docs})
+    for name, expected_classes, class_of in [
+            ("lexname", classes, lambda pos, lex: lex),
+            ("pos", ["adjective", "adverb", "noun", "verb"],
+             lambda pos, lex: {"a": "adjective", "r": "adverb", "n": "noun", "v": "verb"}[pos])]:
+        meta, arrays = load_task(data, name)
+        assert list(meta) == ["format", "task", "kind", "source", "seq_len", "classes", "description", "examples",
+                              "truncated", "pad_id", "bos_id"]
+        assert (meta["task"], meta["kind"], meta["source"], meta["seq_len"]) == (name, "classification", "wordnet", 64)
+        assert meta["classes"] == expected_classes  # sorted, every class of the documents
+        for split in SPLITS:
+            tokens, labels = arrays[split]
+            assert tokens.dtype == np.int32 and labels.dtype == np.int32
+            assert tokens.shape == (len(wordnet[split]), 64) and labels.shape == (len(wordnet[split]),)
+            assert meta["examples"][split] == len(wordnet[split])
+            n = content_lengths(tokens)
+            assert (n >= 2).all() and meta["truncated"][split] == int((n == 64).sum()) == 0  # short glosses
+            assert not np.isin(tokens[:, 1:], [2, 3, 5]).any() and tokens.max() < 150
+            # Each row's label is its own document's class: the split keeps the corpus order.
+            assert [meta["classes"][k] for k in labels] == [class_of(pos, lex) for pos, lex in wordnet[split]]
+    # pos and lexname share their rows.
+    for split in SPLITS:
+        assert (load_task(data, "pos")[1][split][0] == load_task(data, "lexname")[1][split][0]).all()
+
+    meta, arrays = load_task(data, "definition")
+    assert list(meta) == ["format", "task", "kind", "source", "seq_len", "description", "examples", "truncated",
+                          "unused_documents", "pad_id", "bos_id", "sep_id"]
+    assert (meta["kind"], meta["source"], meta["seq_len"]) == ("span", "gcide", 128)
+    for split in SPLITS:
+        # The fixture's headwords are distinct: passages are the split's entries, 4 at a time, in corpus order.
+        words = [i for i in range(200) if fnv_split(f"gcide:word{i}") == split]
+        tokens, labels = arrays[split]
+        assert tokens.dtype == np.int32 and labels.dtype == np.int32
+        assert tokens.shape == (len(words) // 4, 128) and labels.shape == (len(words) // 4, 2)
+        assert meta["unused_documents"][split] == len(words) % 4
+        n = content_lengths(tokens)
+        queries = set()
+        for row, (start, end), length in zip(tokens, labels, n):
+            sep = list(row).index(5)
+            query = row[1:sep]
+            queries.add(tuple(query))
+            assert 1 <= len(query) <= 8 and 5 not in row[sep + 1:length]
+            assert sep < start <= end < length and end - start < 24
+            # The query headword stands right before its definition's span.
+            assert (row[start - len(query):start] == query).all()
+        assert len(queries) == len(tokens)  # one entry per document: no headword is asked twice
+
+    # Same input, same bytes: a second directory from the cached tokenizer is identical file for file.
+    again = tmp_path / "again"
+    corpus_json("--root", root, "--vocab-size", 150, "--cache", tmp_path / "cache", "--out", again)
+    files = sorted(p.relative_to(data) for p in (data / "tasks").rglob("*") if p.is_file())
+    assert len(files) == 3 * 7
+    assert files == sorted(p.relative_to(again) for p in (again / "tasks").rglob("*") if p.is_file())
+    for f in files:
+        assert (data / f).read_bytes() == (again / f).read_bytes(), f
+
+    # Only the tasks of the sources: fortunes alone has none.
+    only = tmp_path / "fortunes"
+    j = corpus_json("--root", root, "--sources", "fortunes", "--vocab-size", 100, "--cache", tmp_path / "cache",
+                    "--out", only)
+    assert j["tasks"] == {} and json.loads((only / "corpus.json").read_text())["tasks"] == []
+    assert not (only / "tasks").exists()
+
+
+def test_tasks_refuse_one_class_and_empty_splits(tmp_path):
+    rng = random.Random(9)
+    root = tmp_path / "root"
+    wordnet = root / "usr" / "share" / "wordnet"
+    wordnet.mkdir(parents=True)
+    # Nouns of one lexicographer file (05, noun.animal) only.
+    (wordnet / "data.noun").write_text("".join(f"{1000 + i:08d} 05 n 01 w{i} 0 000 | {sentence(rng, 8)}\n"
+                                               for i in range(200)))
+    for part in ("verb", "adj", "adv"):
+        (wordnet / f"data.{part}").write_text("")
+    r = run("corpus", "--root", root, "--sources", "wordnet", "--vocab-size", 100, "--cache", tmp_path / "c",
+            "--out", tmp_path / "out")
+    assert (r.returncode, r.stdout, r.stderr) == (
+        2, "", "posenc: [corpus] task 'lexname' needs documents of at least 2 classes, got 1 (noun.animal)\n")
+    assert not (tmp_path / "out" / "corpus.json").exists() and not (tmp_path / "out" / "tasks").exists()
+    # GCIDE words of the training split only: no passage in validation.
+    dictd = root / "usr" / "share" / "dictd"
+    dictd.mkdir(parents=True)
+    words = [f"word{i}" for i in range(400) if fnv_split(f"gcide:word{i}") == "train"][:120]
+    texts, index, at = [], [], 0
+    for w in words:
+        text = f"{w.title()}, n. {sentence(rng, 12)}.\n"
+        index.append(f"{w}\t{b64(at)}\t{b64(len(text.encode()))}\n")
+        texts.append(text)
+        at += len(text.encode())
+    (dictd / "gcide.index").write_text("".join(index))
+    with gzip.open(dictd / "gcide.dict.dz", "wb") as f:
+        f.write("".join(texts).encode())
+    r = run("corpus", "--root", root, "--sources", "gcide", "--vocab-size", 64, "--cache", tmp_path / "c",
+            "--out", tmp_path / "out")
+    assert (r.returncode, r.stdout, r.stderr) == (
+        2, "", "posenc: [corpus] task 'definition' has no examples in split 'validation' (0 gcide documents there; "
+               "a passage needs 4 entries with distinct headwords)\n")
+    assert not (tmp_path / "out" / "corpus.json").exists()
