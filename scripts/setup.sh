@@ -7,6 +7,8 @@
 # fights it on 2 cores (docs/benchmarks.md has the measurement).
 # wordnet-base, dict-gcide, fortunes: the English corpus of the experiments,
 # tokenized with SentencePiece (docs/experiments.md).
+# slurm-wlm, munge: only for the tests, which start a one-node Slurm cluster on
+# localhost to run `posenc experiment run --slurm` for real.
 set -euo pipefail
 
 packages=(
@@ -17,6 +19,7 @@ packages=(
   libcairo2-dev fonts-dejavu-core chromium
   libsentencepiece-dev zlib1g-dev wordnet-base dict-gcide fortunes fortunes-min
   clang libclang-rt-14-dev
+  slurm-wlm munge
 )
 
 missing=()

@@ -108,7 +108,16 @@ ExperimentCommand::ExperimentCommand(CLI::App& parent) {
       ->capture_default_str();
   run_->add_option("--root", root_, "Read the corpus packages under this directory instead of /")
       ->capture_default_str();
-  run_->add_option("--only", only_, "")->group("");  // what a job runs (--jobs)
+  run_->add_option("--only", only_, "")->group("");  // what a job runs (--jobs, --slurm)
+  run_->add_flag("--slurm", slurm_,
+                 "Submit the runs not finished yet as a Slurm job array (one task per run, sbatch on PATH) and a "
+                 "report job after it; the corpus is made here first");
+  run_->add_option("--partition", slurm_options_.partition, "--slurm: the partition (default: the cluster's)");
+  run_->add_option("--time", slurm_options_.time, "--slurm: time limit per run, e.g. 04:00:00 (default: the "
+                                                  "partition's)");
+  run_->add_option("--sbatch-arg", slurm_options_.extra,
+                   "--slurm: one more #SBATCH option per use, written --sbatch-arg=--mem=4G")
+      ->allow_extra_args(false);
   report_ = app_->add_subcommand("report", "Summarize a suite directory: table on stdout, DIR/summary.json");
   report_->add_option("dir", report_dir_, "Suite directory")->required();
   report_->add_flag("--json", json_, "Print the summary as JSON");
@@ -127,11 +136,13 @@ int ExperimentCommand::run_suite() const {
   if (!encodings_.empty()) plan.encodings = encodings_;
   if (run_->count("--steps") > 0) plan.train.steps = steps_;
   const int64_t cores = kernels::available_cores();
-  require(threads_ >= 1 && threads_ <= cores, "experiment", "threads must be in 1..", cores,
+  // With --slurm the runs use the compute nodes' cores, not this host's.
+  require(threads_ >= 1 && (slurm_ || threads_ <= cores), "experiment", "threads must be in 1..", cores,
           " (the cores available to this process), got ", threads_);
   plan.train.threads = threads_;
   require(jobs_ >= 1 && jobs_ * threads_ <= cores, "experiment", "jobs x threads must be in 1..", cores,
           " (the cores available to this process), got ", jobs_, " x ", threads_);
+  const fs::path sbatch = check_slurm();
   const fs::path dir = out_;
   const std::vector<nn::ExperimentRun> runs = nn::plan_runs(plan);  // validates before anything is written
   if (!only_.empty()) {
@@ -147,11 +158,10 @@ int ExperimentCommand::run_suite() const {
   fs::create_directories(dir);
   const io::DirectoryLock lock("experiment", dir.string());
   prepare_corpus(dir / "corpus", quick_, vocab_size_, root_);
-  if (jobs_ > 1) {
-    std::vector<std::string> names;
-    for (const nn::ExperimentRun& r : runs) names.push_back(r.name);
-    run_in_jobs(names, runs.size());
-  }
+  std::vector<std::string> names;
+  for (const nn::ExperimentRun& r : runs) names.push_back(r.name);
+  if (slurm_ && submit_to_slurm(names, sbatch)) return 0;  // nothing to submit: the summary, as below
+  if (jobs_ > 1) run_in_jobs(names, runs.size());
   const auto start = std::chrono::steady_clock::now();
   // On a terminal, one line: the run, its step and the sweep's time left, from
   // the training steps still to do (runs with a result.json cost nothing).
@@ -193,9 +203,7 @@ int ExperimentCommand::run_suite() const {
   return 0;
 }
 
-void ExperimentCommand::run_in_jobs(const std::vector<std::string>& names, size_t total) const {
-  std::error_code ec;
-  const fs::path self = own_executable("experiment");
+std::vector<std::string> ExperimentCommand::job_args() const {
   std::vector<std::string> base = {"posenc", "experiment", "run", suite_, "--out", out_, "--threads",
                                    std::to_string(threads_), "--root", root_};
   if (quick_) base.push_back("--quick");
@@ -207,6 +215,58 @@ void ExperimentCommand::run_in_jobs(const std::vector<std::string>& names, size_
     for (const std::string& e : encodings_) joined += (joined.empty() ? "" : ",") + e;
     base.insert(base.end(), {"--encodings", joined});
   }
+  return base;
+}
+
+fs::path ExperimentCommand::check_slurm() const {
+  if (!slurm_) {
+    require(run_->count("--partition") + run_->count("--time") + run_->count("--sbatch-arg") == 0, "experiment",
+            "--partition, --time and --sbatch-arg go with --slurm");
+    return {};
+  }
+  require(jobs_ == 1, "experiment", "--slurm runs each run as an array task: --jobs must be 1 with it, got ", jobs_);
+  require(only_.empty(), "experiment", "--slurm submits the whole suite: --only cannot go with it, got '", only_,
+          "'");
+  validate_slurm_options("experiment", slurm_options_);
+  return find_sbatch("experiment");
+}
+
+bool ExperimentCommand::submit_to_slurm(const std::vector<std::string>& names, const fs::path& sbatch) const {
+  SlurmArray array;
+  std::error_code ec;
+  for (const std::string& name : names) {
+    if (!fs::exists(fs::path(out_) / "runs" / name / "result.json", ec)) array.runs.push_back(name);
+  }
+  if (array.runs.empty()) {
+    std::printf("nothing to submit to Slurm: all %zu runs are finished\n", names.size());
+    return false;
+  }
+  array.suite = suite_;
+  array.dir = fs::absolute(out_);
+  array.workdir = fs::current_path();  // the tasks read --out and --root as this process does
+  array.command = job_args();
+  array.command.front() = own_executable("experiment").string();
+  array.cpus_per_task = threads_;
+  array.options = slurm_options_;
+  const SlurmSubmission s = submit_slurm_array("experiment", sbatch, array);
+  std::printf("submitted Slurm job array %s: %zu runs; when it finishes: posenc experiment report %s\n",
+              s.job_id.c_str(), array.runs.size(), out_.c_str());
+  if (s.report_error.empty()) {
+    std::printf("report job %s writes the summary after it (%s)\n", s.report_job_id.c_str(),
+                (array.dir / "slurm" / "report.out").c_str());
+  } else {
+    std::fflush(stdout);
+    std::cerr << "posenc: warning: the report job was not submitted (" << s.report_error
+              << "); run posenc experiment report " << out_ << " when the array has finished\n";
+  }
+  std::fflush(stdout);
+  return true;
+}
+
+void ExperimentCommand::run_in_jobs(const std::vector<std::string>& names, size_t total) const {
+  std::error_code ec;
+  const fs::path self = own_executable("experiment");
+  const std::vector<std::string> base = job_args();
   const auto start = std::chrono::steady_clock::now();
   std::map<pid_t, std::string> running;
   std::vector<std::string> failed;
