@@ -18,6 +18,7 @@
 #include "posenc/io/directory_lock.h"
 #include "posenc/kernels/build_info.h"
 #include "posenc/nn/experiment.h"
+#include "experiment_report.h"
 #include "processes.h"
 #include "source_options.h"
 
@@ -312,6 +313,7 @@ int ExperimentCommand::report() const {
   const nn::SuiteSummary summary = nn::summarize_experiment(report_dir_);
   const std::string text = nn::summary_json(summary);
   io::write_file_atomically("experiment", (fs::path(report_dir_) / "summary.json").string(), text);
+  write_experiment_html(report_dir_, json_ ? std::cerr : std::cout);
   if (json_) {
     std::cout << text;
   } else {

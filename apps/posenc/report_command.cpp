@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "posenc/io/directory_lock.h"
 #include "posenc/report/report.h"
@@ -14,13 +15,17 @@ ReportCommand::ReportCommand(CLI::App& parent) {
   app_ = parent.add_subcommand("report", "Analyse every encoding family side by side: DIR/report.html and report.json");
   app_->footer(
       "Every family with default parameters (256 positions, dim 128), plus --table files and --model runs of "
-      "posenc train. Writes DIR/report.html (self-contained), DIR/report.json and DIR/figures/*.png. "
-      "docs/report.md explains the numbers.");
+      "posenc train, and --experiments suites. Writes DIR/report.html (self-contained), DIR/report.json and "
+      "DIR/figures/*.png. docs/report.md explains the numbers.");
   app_->add_option("--out", out_, "Output directory")->capture_default_str();
   app_->add_flag("--quick", quick_, "64 positions, small figures, no model building (a few seconds)");
   app_->add_option("--table", tables_, "A table file to analyse too: FILE.npy or FILE.safetensors[:NAME] (repeat)")
       ->allow_extra_args(false);
   app_->add_option("--model", models_, "A posenc train run directory to probe (repeat)")->allow_extra_args(false);
+  app_->add_option("--experiments", experiments_,
+                   "An experiment suite directory with a summary.json (posenc experiment report DIR) to include "
+                   "(repeat)")
+      ->allow_extra_args(false);
   app_->add_option("--seed", seed_, "Seed of the initialisations, fresh models and probes")->capture_default_str();
   resources_.add(*app_);
 }
@@ -47,6 +52,7 @@ void ReportCommand::run() const {
   }
   if (!options.tables.empty()) resources_.check("report", bytes, multiply_adds, largest);
   for (const std::string& m : models_) options.models.emplace_back(m);
+  for (const std::string& e : experiments_) options.experiments.emplace_back(e);
   const report::Report r = report::build_report(options, [](const report::ReportProgress& p) {
     char text[64];
     std::snprintf(text, sizeof text, "[%2lld/%lld] ", static_cast<long long>(p.index),
@@ -62,7 +68,8 @@ void ReportCommand::run() const {
   std::snprintf(seconds, sizeof seconds, "%.1f", r.seconds);
   std::cout << "wrote " << files.html.string() << ", " << files.json.string() << " and " << files.figures
             << " figures in " << files.figures_dir.string() << "/ (" << r.sections.size() << " encodings, "
-            << seconds << " s)\n";
+            << (r.experiments.empty() ? "" : std::to_string(r.experiments.size()) + " experiments, ") << seconds
+            << " s)\n";
 }
 
 }  // namespace posenc::cli

@@ -1,5 +1,5 @@
 // `posenc report [--out DIR] [--quick] [--table FILE[:NAME]]... [--model RUN_DIR]...
-// [--max-memory SIZE] [--force]`: the main job (docs/report.md). Progress on
+// [--experiments DIR]... [--max-memory SIZE] [--force]`: the main job (docs/report.md). Progress on
 // stderr, one summary line on stdout. A --table whose analysis would not fit
 // in memory is refused before the report starts, as posenc analyze does.
 #pragma once
@@ -27,6 +27,7 @@ class ReportCommand {
   bool quick_ = false;
   std::vector<std::string> tables_;
   std::vector<std::string> models_;
+  std::vector<std::string> experiments_;  // suite directories with a summary.json
   uint64_t seed_ = 0;
   ResourceOptions resources_;
 };

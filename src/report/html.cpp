@@ -6,41 +6,16 @@
 #include <sstream>
 #include <string>
 
+#include "experiments_internal.h"
+#include "html_text.h"
 #include "posenc/report/report.h"
 
 namespace posenc::report {
 namespace {
 
-std::string escape(std::string_view text) {
-  std::string s;
-  for (char c : text) {
-    switch (c) {
-      case '&': s += "&amp;"; break;
-      case '<': s += "&lt;"; break;
-      case '>': s += "&gt;"; break;
-      case '"': s += "&quot;"; break;
-      default: s += c;
-    }
-  }
-  return s;
-}
+using detail::base64;
 
-std::string base64(const std::vector<unsigned char>& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string s;
-  s.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t k = 0; k < bytes.size(); k += 3) {
-    const uint32_t b0 = bytes[k];
-    const uint32_t b1 = k + 1 < bytes.size() ? bytes[k + 1] : 0;
-    const uint32_t b2 = k + 2 < bytes.size() ? bytes[k + 2] : 0;
-    const uint32_t v = (b0 << 16) | (b1 << 8) | b2;
-    s += kAlphabet[(v >> 18) & 63];
-    s += kAlphabet[(v >> 12) & 63];
-    s += k + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    s += k + 2 < bytes.size() ? kAlphabet[v & 63] : '=';
-  }
-  return s;
-}
+std::string escape(std::string_view text) { return detail::escape_html(text); }
 
 std::string fixed(double v, const char* format = "%.4f") {
   if (!std::isfinite(v)) return "n/a";
@@ -96,7 +71,7 @@ band |j &minus; i| &le; W) explained by the offset,
 <dd>Is looking forward the same as looking back? Lin's concordance correlation of the pairs
 (S[x, x + m], S[x, x &minus; m]):
 <span class="formula">2 cov(a, b) / (var a + var b + (mean a &minus; mean b)&sup2;)</span>
-1 exactly when S[x, x + m] = S[x, x 1 exactly when S is symmetric about the diagonal.</dd>minus; m] for every pair: each position sees the same proximity ahead as behind.</dd>
+1 exactly when S[x, x + m] = S[x, x &minus; m] for every pair: each position sees the same proximity ahead as behind.</dd>
 <dt><b>monotone range</b></dt>
 <dd>The largest offset m such that S[x, x + k] &lt; S[x, x + k &minus; 1] for every k &le; m, the median
 over rows x. &ge; marks a range censored by the table's end (S still falls there).</dd>
@@ -254,7 +229,7 @@ void write_section(std::ostringstream& h, const Section& sec) {
 std::string report_html(const Report& report) {
   std::ostringstream h;
   h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>posenc report</title>\n<style>"
-    << kStyle << "</style>\n</head>\n<body>\n";
+    << kStyle << detail::kExperimentStyle << "</style>\n</head>\n<body>\n";
   h << "<h1>posenc report</h1>\n<p class=\"meta\">posenc " << escape(report.version) << "; built-in families at N = "
     << report.positions << " positions, D = " << report.dim << " dimensions; seed " << report.options.seed
     << (report.options.quick ? "; <b>--quick</b> (small sizes, no model building)" : "")
@@ -264,6 +239,10 @@ std::string report_html(const Report& report) {
   h << "<h2>How to read the numbers</h2>\n" << kHowToRead;
   h << "<h2>Encodings</h2>\n";
   for (const Section& sec : report.sections) write_section(h, sec);
+  if (!report.experiments.empty()) {
+    h << "<h2>Experiments</h2>\n";
+    for (const ExperimentSection& e : report.experiments) h << e.html;
+  }
   h << "<h2>References</h2>\n" << kReferences << kScript << "</body>\n</html>\n";
   return h.str();
 }

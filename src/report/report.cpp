@@ -135,10 +135,15 @@ class Builder {
     Section sec;
     sec.name = std::string(name);
     sec.group = group;
-    const std::string base = slug(name);
-    sec.id = base;
-    for (int k = 2; !ids_.insert(sec.id).second; ++k) sec.id = base + "-" + std::to_string(k);
+    sec.id = unique_id(slug(name));
     return sec;
+  }
+
+  // base, or base-2, base-3, ...: the first not taken by a section or an experiment.
+  std::string unique_id(const std::string& base) {
+    std::string id = base;
+    for (int k = 2; !ids_.insert(id).second; ++k) id = base + "-" + std::to_string(k);
+    return id;
   }
 
  private:
@@ -284,8 +289,21 @@ Report build_report(const ReportOptions& options, const std::function<void(const
             " is not a posenc run (no config.json)");
   }
 
-  // Every section as a job, so progress knows the total.
+  for (const std::filesystem::path& dir : options.experiments) {
+    std::error_code error;
+    require(std::filesystem::is_regular_file(dir / "summary.json", error), kOp, "--experiments ", dir.string(),
+            ": no summary.json (run posenc experiment report ", dir.string(), " first)");
+  }
   Builder b(s);
+  // Rendered now (a moment each), so that a malformed summary fails before the sections' work.
+  for (const std::filesystem::path& dir : options.experiments) {
+    // "out/experiments/extrapolation/" names its section by "extrapolation".
+    const std::filesystem::path named = dir.filename().empty() ? dir.parent_path() : dir;
+    report.experiments.push_back(
+        read_experiment(dir, b.unique_id("experiment-" + slug(named.filename().string()))));
+  }
+
+  // Every section as a job, so progress knows the total.
   std::vector<std::pair<std::string, std::function<Section()>>> jobs;
   const kernels::Positions positions = kernels::Positions::range(0, s.positions);
   for (const kernels::AbsoluteKindInfo& info : kernels::absolute_kinds()) {
@@ -443,6 +461,14 @@ nlohmann::ordered_json report_json(const Report& report) {
     sections.push_back(std::move(e));
   }
   j["encodings"] = std::move(sections);
+  nlohmann::ordered_json experiments = nlohmann::ordered_json::array();
+  for (const ExperimentSection& e : report.experiments) {
+    nlohmann::ordered_json figures = nlohmann::ordered_json::array();
+    for (const Figure& f : e.figures) figures.push_back(f.file);
+    experiments.push_back({{"source", e.source}, {"suite", e.suite}, {"id", e.id}, {"title", e.title},
+                           {"figures", std::move(figures)}, {"summary", e.summary}});
+  }
+  j["experiments"] = std::move(experiments);
   return j;
 }
 
@@ -454,12 +480,14 @@ ReportFiles write_report(const Report& report, const std::filesystem::path& dir)
   std::error_code error;
   std::filesystem::create_directories(files.figures_dir, error);
   if (error) fail_runtime(kOp, "cannot create directory '", files.figures_dir.string(), "': ", error.message());
-  for (const Section& sec : report.sections) {
-    for (const Figure& f : sec.figures) {
+  auto write_figures = [&](const std::vector<Figure>& figures) {
+    for (const Figure& f : figures) {
       plot::write_png_file((dir / f.file).string(), f.png);
       ++files.figures;
     }
-  }
+  };
+  for (const Section& sec : report.sections) write_figures(sec.figures);
+  for (const ExperimentSection& e : report.experiments) write_figures(e.figures);
   // Through a temporary file and a rename, as the figures: a reader never sees half a report.
   auto write_text = [](const std::filesystem::path& path, const std::string& text) {
     io::write_file_atomically(kOp, path.string(), text);

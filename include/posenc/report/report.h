@@ -22,6 +22,8 @@
 //   table files       as input tables
 //   trained models    identical-word attention of a `posenc train` run
 //                     (analysis::identical_word_attention; needs the torch layer)
+//   experiments       --experiments DIR: a suite's summary.json as its own
+//                     section (experiments.h), after the encodings
 // Deterministic: the same options give the same numbers and figures.
 // The library never prints: progress goes to a callback.
 #pragma once
@@ -35,6 +37,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "posenc/report/experiments.h"
+#include "posenc/report/figure.h"
 #include "posenc/report/table_analysis.h"
 
 namespace posenc::report {
@@ -52,18 +56,15 @@ struct ReportOptions {
   bool quick = false;  // 64 positions, small pictures, no model building for the relative families
   std::vector<TableFile> tables;
   std::vector<std::filesystem::path> models;  // `posenc train --out` directories
+  // Experiment suite directories holding a summary.json (`posenc experiment
+  // report DIR`): one section each, after the encodings (experiments.h).
+  std::vector<std::filesystem::path> experiments;
   uint64_t seed = 0;   // learned / t5 initialisations, fresh models, probes
 };
 
 enum class SectionGroup { kInputTable, kQueryKey, kAttentionBias, kRelativeVectors, kTableFile, kTrainedModel };
 // "input table" | "query/key transform" | "attention bias" | "relative vectors" | "table file" | "trained model"
 std::string_view section_group_name(SectionGroup group) noexcept;
-
-struct Figure {
-  std::string file;     // "figures/sinusoidal-similarity.png" (relative to the report's directory)
-  std::string caption;
-  std::vector<unsigned char> png;
-};
 
 struct Section {
   std::string name;         // "sinusoidal", "alibi", "run out/runs/rope"
@@ -88,6 +89,7 @@ struct Report {
   int64_t dim = 0;           // D of the built-in tables
   bool torch_layer = false;  // built with posenc::nn
   std::vector<Section> sections;
+  std::vector<ExperimentSection> experiments;  // one per options.experiments, in order
   double seconds = 0;        // wall time of build_report (not in report.json: not deterministic)
 };
 
@@ -98,7 +100,8 @@ struct ReportProgress {
 };
 
 // Builds every section. Bad files and runs throw (their own messages) before
-// anything is built.
+// anything is built; so does an experiment directory without a summary.json:
+// "[report] --experiments DIR: no summary.json (run posenc experiment report DIR first)".
 Report build_report(const ReportOptions& options,
                     const std::function<void(const ReportProgress&)>& progress = {});
 
@@ -112,7 +115,8 @@ struct ReportFiles {
   int64_t figures = 0;
 };
 
-// Writes DIR/report.html, DIR/report.json and DIR/figures/*.png (creating
+// Writes DIR/report.html, DIR/report.json and DIR/figures/*.png (the
+// experiments' figures too, as figures/experiment-NAME-*.png) (creating
 // DIR). Throws std::runtime_error "[report] cannot create directory 'x': ...".
 ReportFiles write_report(const Report& report, const std::filesystem::path& dir);
 
