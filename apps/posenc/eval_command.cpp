@@ -56,7 +56,8 @@ int EvalCommand::run() const {
   for (const std::string& w : report.warnings) std::cerr << "posenc: warning: " << w << '\n';
   const nn::TrainConfig& c = report.config;
   const nn::Task task = nn::Task::parse(c.task, c.task_options);
-  const bool perplexity = task.kind() == nn::TaskKind::kText;  // a language model on text: exp(loss) per token
+  // A language model on text, causal or masked: exp(loss) per scored token.
+  const bool perplexity = task.kind() == nn::TaskKind::kText || task.kind() == nn::TaskKind::kMaskedLm;
   if (json_) {
     nlohmann::ordered_json out{{"checkpoint", report.checkpoint.string()},
                                {"step", report.step},

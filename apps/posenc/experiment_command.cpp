@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -17,10 +18,10 @@
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/directory_lock.h"
 #include "posenc/kernels/build_info.h"
-#include "posenc/nn/experiment.h"
 #include "experiment_report.h"
 #include "processes.h"
 #include "source_options.h"
+#include "suites.h"
 
 namespace posenc::cli {
 namespace {
@@ -29,17 +30,17 @@ namespace fs = std::filesystem;
 
 // The corpus for the suite, written by posenc-text beside this executable
 // (the tokenizer cannot share a process with libtorch). Skipped when present.
-void prepare_corpus(const fs::path& dir, bool quick, int64_t vocab_size, const std::string& root) {
+void prepare_corpus(const fs::path& dir, const std::string& sources, bool quick, int64_t vocab_size,
+                    const std::string& root) {
   if (fs::exists(dir / "corpus.json")) return;
   const fs::path tool = own_executable("experiment").parent_path() / "posenc-text";
   const std::string vocab = std::to_string(vocab_size > 0 ? vocab_size : quick ? 1000 : 8000);
-  const std::string sources = quick ? "wordnet" : "wordnet,gcide,fortunes";
   const std::string out = dir.string(), cache = (dir.parent_path() / "tokenizer").string();
   std::cout << "corpus: " << sources << ", SentencePiece vocabulary " << vocab << " -> " << out << std::endl;
   // Its table goes to our stdout; its one-line error to our stderr.
   const pid_t pid = spawn_process("experiment", tool,
                                   {"posenc-text", "corpus", "--sources", sources, "--vocab-size", vocab, "--cache",
-                                   cache, "--out", out, "--root", root},
+                                   cache, "--out", out, "--root", root, "--tokenizer-texts", quick ? "20000" : "0"},
                                   "the corpus step runs posenc-text, built beside posenc");
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
@@ -50,56 +51,21 @@ void prepare_corpus(const fs::path& dir, bool quick, int64_t vocab_size, const s
   }
 }
 
-void print_run_line(int64_t done, size_t total, const nn::RunOutcome& o, const char* how, double elapsed) {
-  std::printf("run %lld/%zu %s: %s", static_cast<long long>(done), total, o.name.c_str(), how);
-  if (!o.reused) std::printf(" (%.0f tokens/s)", o.tokens_per_second);
-  for (const nn::EvalLength& l : o.lengths) {
-    if (l.error.empty()) {
-      std::printf(", ppl@%lld %.2f", static_cast<long long>(l.seq_len), std::exp(l.loss));
-    } else {
-      std::printf(", ppl@%lld n/a", static_cast<long long>(l.seq_len));
-    }
-  }
-  std::printf("; elapsed %.0f s\n", elapsed);
-  std::fflush(stdout);
-}
-
-void print_summary(const nn::SuiteSummary& s) {
-  std::printf("test perplexity (mean +- sd over seeds), trained at seq_len %lld, %lld runs\n",
-              static_cast<long long>(s.train_seq_len), static_cast<long long>(s.runs));
-  std::printf("%-18s", "encoding");
-  for (int64_t L : s.lengths) std::printf(" %19lld", static_cast<long long>(L));
-  std::printf("\n");
-  for (const nn::SummaryRow& r : s.rows) {
-    std::printf("%-18s", r.encoding.c_str());
-    for (const nn::SummaryCell& c : r.cells) {
-      char cell[64];
-      if (c.seeds == 0) {
-        std::snprintf(cell, sizeof cell, "n/a");
-      } else if (c.seeds == 1) {
-        std::snprintf(cell, sizeof cell, "%.2f", c.mean);
-      } else {
-        std::snprintf(cell, sizeof cell, "%.2f +- %.2f", c.mean, c.sd);
-      }
-      std::printf(" %19s", cell);
-    }
-    std::printf("\n");
-  }
-}
-
 }  // namespace
 
 ExperimentCommand::ExperimentCommand(CLI::App& parent) {
   app_ = parent.add_subcommand("experiment", "Experiment suites on real text (docs/experiments.md)");
   app_->require_subcommand(1);
   run_ = app_->add_subcommand("run", "Run a suite: prepare the corpus, train and evaluate every run (resumable)");
-  run_->add_option("suite", suite_, "extrapolation")->required();
+  run_->add_option("suite", suite_, "extrapolation | properties")->required();
   run_->add_option("--out", out_, "Suite directory")->required();
   run_->add_option("--seeds", seeds_, "Seeds per encoding (default: the suite's)");
-  run_->add_flag("--quick", quick_, "The whole pipeline in minutes: tiny model, one seed, two lengths");
+  run_->add_flag("--quick", quick_, "The whole pipeline in minutes: tiny models, few runs, short training");
   run_->add_option("--encodings", encodings_, "Comma-separated registry names (default: the suite's)")
       ->delimiter(',');
-  run_->add_option("--steps", steps_, "Training steps per run (default: the suite's)");
+  run_->add_option("--steps", steps_,
+                   "Training steps per run (properties: the most per stage, whole evaluation intervals; default: "
+                   "the suite's)");
   run_->add_option("--vocab-size", vocab_size_, "SentencePiece vocabulary (default: 8000; --quick 1000)");
   run_->add_option("--threads", threads_, "Threads per run (results are reproducible per thread count)")
       ->capture_default_str();
@@ -130,77 +96,79 @@ int ExperimentCommand::run() const {
 }
 
 int ExperimentCommand::run_suite() const {
-  require(suite_ == "extrapolation", "experiment", "suite must be 'extrapolation' (the one built so far), got '",
-          suite_, "'");
-  nn::ExtrapolationPlan plan = nn::extrapolation_plan(quick_);
-  if (run_->count("--seeds") > 0) plan.seeds = seeds_;
-  if (!encodings_.empty()) plan.encodings = encodings_;
-  if (run_->count("--steps") > 0) plan.train.steps = steps_;
   const int64_t cores = kernels::available_cores();
   // With --slurm the runs use the compute nodes' cores, not this host's.
   require(threads_ >= 1 && (slurm_ || threads_ <= cores), "experiment", "threads must be in 1..", cores,
           " (the cores available to this process), got ", threads_);
-  plan.train.threads = threads_;
   require(jobs_ >= 1 && jobs_ * threads_ <= cores, "experiment", "jobs x threads must be in 1..", cores,
           " (the cores available to this process), got ", jobs_, " x ", threads_);
+  SuiteOptions options;
+  options.quick = quick_;
+  if (run_->count("--seeds") > 0) options.seeds = seeds_;
+  options.encodings = encodings_;
+  if (run_->count("--steps") > 0) options.steps = steps_;
+  options.threads = threads_;
+  const std::unique_ptr<Suite> suite = make_suite(suite_, options);  // validates before anything is written
   const fs::path sbatch = check_slurm();
   const fs::path dir = out_;
-  const std::vector<nn::ExperimentRun> runs = nn::plan_runs(plan);  // validates before anything is written
+  const std::vector<std::string> names = suite->run_names();
   if (!only_.empty()) {
-    // A job of a --jobs sweep: the parent holds the suite's lock and made the corpus.
-    for (nn::ExperimentRun run : runs) {
-      if (run.name != only_) continue;
-      run.config.task_options.data = (dir / "corpus").string();
-      nn::run_experiment(run, dir, plan.lengths, plan.eval_batches, plan.rope_extensions);
-      return 0;
-    }
-    fail_argument("experiment", "--only names no run of this plan, got '", only_, "'");
+    // A job of a --jobs sweep or a Slurm array: the parent made the corpus (and holds the suite's lock).
+    require(std::find(names.begin(), names.end(), only_) != names.end(), "experiment",
+            "--only names no run of this plan, got '", only_, "'");
+    suite->run(only_, dir, {});
+    return 0;
   }
   fs::create_directories(dir);
   const io::DirectoryLock lock("experiment", dir.string());
-  prepare_corpus(dir / "corpus", quick_, vocab_size_, root_);
-  std::vector<std::string> names;
-  for (const nn::ExperimentRun& r : runs) names.push_back(r.name);
+  claim_suite_dir(dir, suite->name());
+  prepare_corpus(dir / "corpus", suite->corpus_sources(), quick_, vocab_size_, root_);
   if (slurm_ && submit_to_slurm(names, sbatch)) return 0;  // nothing to submit: the summary, as below
-  if (jobs_ > 1) run_in_jobs(names, runs.size());
+  if (jobs_ > 1) run_in_jobs(names, names.size());
   const auto start = std::chrono::steady_clock::now();
-  // On a terminal, one line: the run, its step and the sweep's time left, from
-  // the training steps still to do (runs with a result.json cost nothing).
+  // On a terminal, one line: the run, its stage and step and the sweep's time left, from
+  // the training steps still to do (runs with a result.json cost nothing; early stopping makes it pessimistic).
   ProgressLine progress("experiment");
   int64_t steps_left = 0;
-  for (const nn::ExperimentRun& r : runs) {
-    if (!fs::exists(dir / "runs" / r.name / "result.json")) steps_left += r.config.steps;
+  for (const std::string& name : names) {
+    if (!fs::exists(dir / "runs" / name / "result.json")) steps_left += suite->run_steps();
   }
-  int64_t steps_done = 0;
-  int64_t done = 0;
-  for (const nn::ExperimentRun& r : runs) {
-    nn::ExperimentRun run = r;
-    run.config.task_options.data = (dir / "corpus").string();
-    nn::TrainCallbacks callbacks;
+  int64_t steps_done = 0, done = 0;
+  for (const std::string& name : names) {
+    RunProgress callbacks;
     callbacks.warning = [&progress](const std::string& w) {
       progress.finish();
       std::cerr << "posenc: warning: " << w << '\n';
     };
-    const std::string label = "run " + std::to_string(done + 1) + "/" + std::to_string(runs.size()) + " " + r.name;
+    const std::string label = "run " + std::to_string(done + 1) + "/" + std::to_string(names.size()) + " " + name;
+    int64_t stage_base = 0, last_step = 0;  // steps of the run's finished stages
+    std::string current;
     // A resumed run counts its earlier steps as done: the time left is then a little optimistic.
-    callbacks.progress = [&](const nn::TrainProgress& p) {
-      const double fraction =
-          steps_left > 0 ? static_cast<double>(steps_done + p.step) / static_cast<double>(steps_left) : 1.0;
-      progress.update(label + ", step " + std::to_string(p.step) + "/" + std::to_string(p.steps),
+    callbacks.step = [&](const std::string& stage, const nn::TrainProgress& p) {
+      if (stage != current) {
+        stage_base += last_step;
+        current = stage;
+      }
+      last_step = p.step;
+      const double fraction = steps_left > 0 ? static_cast<double>(steps_done + stage_base + p.step) /
+                                                   static_cast<double>(steps_left)
+                                             : 1.0;
+      progress.update(label + ", " + stage + " step " + std::to_string(p.step) + "/" + std::to_string(p.steps),
                       std::min(1.0, fraction));
     };
-    const nn::RunOutcome o =
-        nn::run_experiment(run, dir, plan.lengths, plan.eval_batches, plan.rope_extensions, callbacks);
-    if (!o.reused) steps_done += run.config.steps;
+    const RunReport r = suite->run(name, dir, callbacks);
+    if (!r.reused) steps_done += suite->run_steps();
     progress.finish();
     ++done;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // With --jobs the runs were trained by the jobs: here they are read back.
-    print_run_line(done, runs.size(), o, o.reused ? (jobs_ > 1 ? "done" : "done before") : "trained", elapsed);
+    std::printf("run %lld/%zu %s: %s", static_cast<long long>(done), names.size(), name.c_str(),
+                r.reused ? (jobs_ > 1 ? "done" : "done before") : "trained");
+    if (!r.reused) std::printf(" (%.0f tokens/s)", r.tokens_per_second);
+    std::printf(", %s; elapsed %.0f s\n", r.line.c_str(), elapsed);
+    std::fflush(stdout);
   }
-  const nn::SuiteSummary summary = nn::summarize_experiment(dir);
-  io::write_file_atomically("experiment", (dir / "summary.json").string(), nn::summary_json(summary));
-  print_summary(summary);
+  std::cout << summarize_suite(dir);
   return 0;
 }
 
@@ -310,15 +278,10 @@ void ExperimentCommand::run_in_jobs(const std::vector<std::string>& names, size_
 }
 
 int ExperimentCommand::report() const {
-  const nn::SuiteSummary summary = nn::summarize_experiment(report_dir_);
-  const std::string text = nn::summary_json(summary);
-  io::write_file_atomically("experiment", (fs::path(report_dir_) / "summary.json").string(), text);
+  std::string text;
+  const std::string table = summarize_suite(report_dir_, &text);
   write_experiment_html(report_dir_, json_ ? std::cerr : std::cout);
-  if (json_) {
-    std::cout << text;
-  } else {
-    print_summary(summary);
-  }
+  std::cout << (json_ ? text : table);
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// `posenc experiment run extrapolation --out DIR [--seeds N] [--quick]
+// `posenc experiment run extrapolation|properties --out DIR [--seeds N] [--quick]
 // [--encodings a,b] [--steps N] [--vocab-size N] [--threads N] [--jobs N] [--root DIR]
 // [--slurm [--partition P] [--time T] [--sbatch-arg=ARG ...]]` and
 // `posenc experiment report DIR [--json]`: the suites of docs/experiments.md.

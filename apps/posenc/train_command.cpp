@@ -65,11 +65,14 @@ TrainCommand::TrainCommand(CLI::App& parent) {
   app_ = parent.add_subcommand("train", "Train a small transformer on a synthetic task or on text, with checkpoints");
   app_->footer(
       "Tasks: order (encoder, A before B?), span (encoder, extraction), lookback (decoder, token k back), copy "
-      "(decoder), text (decoder, causal LM on a posenc corpus --out directory). Encodings: posenc encodings. Writes DIR/config.json, DIR/metrics.jsonl, DIR/throughput.jsonl "
+      "(decoder), text (decoder, causal LM on a posenc corpus --out directory), mlm (encoder, masked LM on the same), "
+      "text-classify / text-span (encoder, fine-tuning on DIR/tasks/NAME of that directory, usually with "
+      "--init-from an mlm run). Encodings: posenc encodings. Writes DIR/config.json, DIR/metrics.jsonl, DIR/throughput.jsonl "
       "and DIR/checkpoints/step-NNNNNNNN; --resume continues from the newest valid checkpoint, bit-identical to "
       "an uninterrupted run with the same seed and --threads.");
   config_.threads = kernels::available_cores();  // the affinity mask, not the machine
-  app_->add_option("--task", config_.task, "order | span | lookback | copy | text")->required();
+  app_->add_option("--task", config_.task, "order | span | lookback | copy | text | mlm | text-classify | text-span")
+      ->required();
   app_->add_option("--encoding", config_.encoding, "Encoding name, e.g. rope, alibi, learned+shaw")->required();
   app_->add_option("--out", out_, "Run directory")->required();
   app_->add_flag("--resume", resume_, "Continue from the newest valid checkpoint in --out");
@@ -104,7 +107,11 @@ TrainCommand::TrainCommand(CLI::App& parent) {
   max_span_ = app_->add_option("--max-span", config_.task_options.max_span, "span: longest answer")
                   ->capture_default_str();
   data_ = app_->add_option("--data", config_.task_options.data,
-                           "text: a directory written by posenc corpus --vocab-size N --out DIR");
+                           "text, mlm: a directory written by posenc corpus --vocab-size N --out DIR; "
+                           "text-classify, text-span: its DIR/tasks/NAME");
+  app_->add_option("--init-from", config_.init_from,
+                   "Fine-tune: start from the body (all but the heads) of this run or checkpoint; same encoding, "
+                   "sizes and vocabulary");
   eval_split_ = app_->add_option("--eval-split", config_.task_options.eval_split,
                                  "text: the split evaluation reads, validation or test")
                     ->capture_default_str();
@@ -112,11 +119,18 @@ TrainCommand::TrainCommand(CLI::App& parent) {
 
 int TrainCommand::run() const {
   // Each task option belongs to one task: given to another, it would be silently ignored.
-  for (const auto& [option, task] : {std::pair{lookback_, "lookback"}, std::pair{max_span_, "span"},
-                                     std::pair{data_, "text"}, std::pair{eval_split_, "text"}}) {
+  const bool text_task = config_.task == "text" || config_.task == "mlm" || config_.task == "text-classify" ||
+                         config_.task == "text-span";
+  for (const auto& [option, task] : {std::pair{lookback_, "lookback"}, std::pair{max_span_, "span"}}) {
     if (option->count() > 0 && config_.task != task) {
       fail_argument("train", option->get_name(), " does not apply to task '", config_.task, "' (only to '", task,
                     "')");
+    }
+  }
+  for (const CLI::Option* option : {data_, eval_split_}) {
+    if (option->count() > 0 && !text_task) {
+      fail_argument("train", option->get_name(), " does not apply to task '", config_.task,
+                    "' (only to text, mlm, text-classify, text-span)");
     }
   }
   const bool bar = ::isatty(STDERR_FILENO) == 1;
@@ -141,7 +155,7 @@ int TrainCommand::run() const {
   nn::TrainResult r;
   try {
     nn::TrainConfig config = config_;
-    if (config.task == "text" && vocab_size_->count() == 0) config.task_options.vocab_size = 0;  // the data's
+    if (text_task && vocab_size_->count() == 0) config.task_options.vocab_size = 0;  // the data's
     r = nn::train(config, out_, {.resume = resume_}, callbacks);
   } catch (...) {
     end_bar();

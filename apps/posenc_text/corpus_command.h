@@ -38,6 +38,7 @@ class CorpusCommand {
   CLI::App* app_;
   std::vector<std::string> sources_ = {"wordnet", "gcide", "fortunes"};
   int64_t vocab_size_ = 0;
+  int64_t tokenizer_texts_ = 0;
   std::string model_type_ = "unigram";
   std::string cache_ = "out/tokenizer";
   std::string root_ = "/";

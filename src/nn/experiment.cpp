@@ -133,6 +133,7 @@ std::vector<ExperimentRun> plan_runs(const ExtrapolationPlan& plan) {
   require(!plan.lengths.empty(), kOp, "lengths must hold at least one length, got none");
   for (int64_t l : plan.lengths) require(l >= 1, kOp, "lengths must be >= 1, got ", l);
   require(plan.eval_batches >= 1, kOp, "eval_batches must be >= 1, got ", plan.eval_batches);
+  for (const std::string& e : plan.encodings) parse_encoding(e);  // the registry's message, before any work
   std::vector<ExperimentRun> runs;
   for (const std::string& encoding : plan.encodings) {
     for (int64_t s = 0; s < plan.seeds; ++s) {
@@ -158,6 +159,20 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
   // Only a plain "rope" model is evaluated with the extensions (they scale its one rotary part).
   const std::vector<std::string> extensions = config.encoding == "rope" ? rope_extensions : std::vector<std::string>{};
   std::error_code ec;
+  if (fs::exists(result_path, ec)) {
+    try {
+      read_json(result_path);
+    } catch (const std::runtime_error&) {
+      // A result that cannot be read is never mixed in: set aside, said, and the run done again.
+      const fs::path aside = dir / "result.json.corrupt";
+      fs::rename(result_path, aside, ec);
+      if (ec) throw;
+      if (callbacks.warning) {
+        callbacks.warning(result_path.string() + ": not valid JSON; moved to " + aside.string() + " and running " +
+                          run.name + " again");
+      }
+    }
+  }
   if (fs::exists(result_path, ec)) {
     const json stored = read_json(result_path);
     if (!stored.is_object() || stored.value("format", "") != kResultFormat || !stored.contains("config")) {

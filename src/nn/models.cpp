@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "dropout.h"
+#include "posenc/error.h"
 #include "op_support.h"
 
 namespace posenc::nn {
@@ -142,6 +143,10 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerOptions& options
   final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
   cls_head = register_module("cls_head", torch::nn::Linear(dim, options_.num_classes()));
   span_head = register_module("span_head", torch::nn::Linear(dim, 2));
+  // Registered last, so that the other parameters draw the same initial values with or without it.
+  if (options_.masked_lm_head()) {
+    mlm_head = register_module("mlm_head", torch::nn::Linear(dim, options_.vocab_size()));
+  }
 }
 
 // tokens (B, T) -> hidden (B, T, D)
@@ -168,6 +173,12 @@ std::tuple<at::Tensor, at::Tensor> TransformerEncoderImpl::span(const at::Tensor
     end = end.masked_fill(key_padding_mask, -inf);
   }
   return {start, end};
+}
+
+// tokens (B, T) -> (B, T, vocab)
+at::Tensor TransformerEncoderImpl::masked_lm(const at::Tensor& tokens, const at::Tensor& key_padding_mask) {
+  require(!mlm_head.is_empty(), "TransformerEncoder", "masked_lm needs options.masked_lm_head(true)");
+  return mlm_head->forward(forward(tokens, key_padding_mask));
 }
 
 at::Tensor TransformerEncoderImpl::first_layer_attention(const at::Tensor& tokens) {

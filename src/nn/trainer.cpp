@@ -79,7 +79,8 @@ ordered_json trajectory_fields(const TrainConfig& c) {
                       {"max_distance", e.max_distance},
                       {"t5_num_buckets", e.t5_num_buckets},
                       {"t5_max_distance", e.t5_max_distance},
-                      {"init_std", e.init_std}};
+                      {"init_std", e.init_std},
+                      {"init_from", c.init_from}};
 }
 
 // "'rope'" for strings, the JSON number otherwise.
@@ -91,7 +92,10 @@ void check_same_run(const json& saved, const TrainConfig& config, const fs::path
   const ordered_json now = trajectory_fields(config);
   const json& fields = saved.at("config");
   for (const auto& [key, value] : now.items()) {
-    const json theirs = fields.contains(key) ? fields.at(key) : key == "attention" ? json(kOldAttention) : json();
+    const json theirs = fields.contains(key)       ? fields.at(key)
+                        : key == "attention"       ? json(kOldAttention)
+                        : key == "init_from"       ? json("")  // checkpoints from before fine-tuning existed
+                                                   : json();
     if (json(value) != theirs) {
       fail_runtime("checkpoint", dir.string(), " was written for ", key, " ", show(theirs), ", this run uses ",
                    show(json(value)));
@@ -303,6 +307,7 @@ TrainConfig resolve_train_config(const TrainConfig& config) {
     // Absolute, so that a run's config.json still finds its data from another directory.
     c.task_options.data = std::filesystem::absolute(c.task_options.data).lexically_normal().string();
   }
+  if (!c.init_from.empty()) c.init_from = std::filesystem::absolute(c.init_from).lexically_normal().string();
   const Task task = Task::parse(c.task, c.task_options);
   c.task_options.vocab_size = task.vocab_size();  // text: 0 becomes the data's
   require(c.layers >= 1, kOp, "layers must be >= 1, got ", c.layers);
@@ -310,6 +315,10 @@ TrainConfig resolve_train_config(const TrainConfig& config) {
   require(c.heads >= 1, kOp, "heads must be >= 1, got ", c.heads);
   require(c.seq_len >= task.min_seq_len(), kOp, "seq_len must be >= ", task.min_seq_len(), " for task '", c.task,
           "', got ", c.seq_len);
+  if (task.fixed_seq_len() > 0) {
+    require(c.seq_len == task.fixed_seq_len(), kOp, "seq_len must be the data's row width (", task.fixed_seq_len(),
+            ") for task '", c.task, "', got ", c.seq_len);
+  }
   require(c.batch >= 1, kOp, "batch must be >= 1, got ", c.batch);
   require(c.steps >= 1, kOp, "steps must be >= 1, got ", c.steps);
   require(std::isfinite(c.lr) && c.lr > 0, kOp, "lr must be finite and > 0, got ", c.lr);
@@ -383,6 +392,7 @@ std::string train_config_json(const TrainConfig& c) {
   j["dropout"] = c.dropout;
   j["max_positions"] = c.max_positions;
   j["attention"] = c.attention;
+  if (!c.init_from.empty()) j["init_from"] = c.init_from;
   return j.dump(2) + "\n";
 }
 
@@ -427,52 +437,8 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   c.dropout = field<double>(j, "dropout", source);
   c.max_positions = field<int64_t>(j, "max_positions", source);
   c.attention = j.contains("attention") ? field<std::string>(j, "attention", source) : kOldAttention;
+  if (j.contains("init_from")) c.init_from = field<std::string>(j, "init_from", source);
   return c;
-}
-
-// ------------------------------------------------------------ model
-
-TaskModel::TaskModel(const Task& task, const TrainConfig& resolved) : task_(task) {
-  TransformerOptions options(task.vocab_size(), resolved.encoding);
-  options.dim(resolved.dim)
-      .layers(resolved.layers)
-      .heads(resolved.heads)
-      .dropout(resolved.dropout)
-      // "fused" is the automatic choice: fused, composed only where attention dropout needs it.
-      .attention_path(resolved.attention == "composed" ? AttentionPath::kComposed : AttentionPath::kAuto)
-      .max_positions(resolved.max_positions)
-      .num_classes(2)
-      .encoding_config(resolved.encoding_config);
-  if (task.model() == ModelKind::kEncoder) {
-    encoder_ = TransformerEncoder(options);
-  } else {
-    decoder_ = TransformerDecoder(options);
-  }
-}
-
-at::Tensor TaskModel::first_layer_attention(const at::Tensor& tokens) {
-  if (encoder_) return encoder_->first_layer_attention(tokens);
-  return decoder_->first_layer_attention(tokens);
-}
-
-torch::nn::Module& TaskModel::module() {
-  if (encoder_) return *encoder_;
-  return *decoder_;
-}
-
-TaskScore TaskModel::score(const Batch& batch) {
-  switch (task_.kind()) {
-    case TaskKind::kOrder:
-      return task_.score_classification(encoder_->classify(batch.tokens, batch.key_padding_mask), batch);
-    case TaskKind::kSpan: {
-      const auto [start, end] = encoder_->span(batch.tokens, batch.key_padding_mask);
-      return task_.score_span(start, end, batch);
-    }
-    case TaskKind::kLookback:
-    case TaskKind::kCopy:
-    case TaskKind::kText: break;
-  }
-  return task_.score_language_model(decoder_->forward(batch.tokens), batch);
 }
 
 // ------------------------------------------------------------ training
@@ -535,6 +501,12 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
   at::set_num_threads(config.threads > 1 ? 1 : static_cast<int>(config.threads));
   torch::manual_seed(config.seed);
   TaskModel model(task, config);
+  if (!config.init_from.empty() && !latest) {
+    // Loading builds a second model, which draws from torch's generator: this run's draws must not depend on it.
+    const at::Tensor rng = generator_state();
+    initialize_from(model, config, config.init_from);
+    set_generator_state(rng);
+  }
   model.module().train();
   std::vector<at::Tensor> parameters = model.module().parameters();
   torch::optim::AdamW optimizer(parameters,
@@ -784,7 +756,9 @@ EvalReport evaluate(const fs::path& given, const std::vector<int64_t>& lengths, 
     double loss_sum = 0;
     int64_t correct = 0;
     try {
-      for (int64_t b = 0; b < batches; ++b) {
+      const int64_t rows = task.eval_examples();  // a labelled set: every row once
+      const int64_t runs = rows > 0 ? (rows + config.batch - 1) / config.batch : batches;
+      for (int64_t b = 0; b < runs; ++b) {
         const Batch batch = task.batch(config.seed, DataStream::kEval, b, config.batch, length);
         const TaskScore s = model.score(batch);
         loss_sum += s.loss.item<double>() * static_cast<double>(s.count);

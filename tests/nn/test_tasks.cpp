@@ -18,6 +18,7 @@
 #include "posenc/io/npy.h"
 #include "test_files.h"
 #include "posenc/nn/tasks.h"
+#include "posenc/nn/trainer.h"
 
 namespace posenc::nn::test {
 namespace {
@@ -41,7 +42,8 @@ bool equal(const Batch& a, const Batch& b) {
 const std::vector<std::string> kTaskNames = {"order", "span", "lookback", "copy"};
 
 TEST(Tasks, NamesModelsAndMinimumLengths) {
-  EXPECT_EQ(Task::names(), (std::vector<std::string>{"order", "span", "lookback", "copy", "text"}));
+  EXPECT_EQ(Task::names(), (std::vector<std::string>{"order", "span", "lookback", "copy", "text", "mlm", "text-classify",
+                                                   "text-span"}));
   const Task order = Task::parse("order"), span = Task::parse("span", {.max_span = 5});
   const Task lookback = Task::parse("lookback", {.lookback = 4}), copy = Task::parse("copy");
   EXPECT_EQ(order.model(), ModelKind::kEncoder);
@@ -268,7 +270,7 @@ TEST(Tasks, ScoresMatchAPlainCrossEntropy) {
 }
 
 TEST(Tasks, BadArgumentsAreRefusedWithExactMessages) {
-  expect_error([] { Task::parse("sort"); }, "[task] unknown task 'sort'; known: order, span, lookback, copy, text");
+  expect_error([] { Task::parse("sort"); }, "[task] unknown task 'sort'; known: order, span, lookback, copy, text, mlm, text-classify, text-span");
   expect_error([] { Task::parse("order", {.vocab_size = 7}); }, "[task] vocab_size must be >= 8 for 'order', got 7");
   expect_error([] { Task::parse("copy", {.vocab_size = 1}); }, "[task] vocab_size must be >= 2 for 'copy', got 1");
   expect_error([] { Task::parse("lookback", {.lookback = 0}); }, "[task] lookback must be >= 1, got 0");
@@ -355,6 +357,193 @@ TEST(TextTask, RefusesWhatItCannotRead) {
                                        ": token id 2000 at 0 is outside the vocabulary [0, 1500)");
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(bad);
+}
+
+// ---------------------------------------------------------------------------
+// mlm: BERT masking of windows of the same stream.
+
+TEST(MaskedLmTask, RowsAreClsThenTheStreamWithBertMasking) {
+  const std::filesystem::path dir = text_dir("mlm");
+  const Task task = Task::parse("mlm", {.vocab_size = 0, .data = dir.string()});
+  EXPECT_EQ(task.model(), ModelKind::kEncoder);
+  EXPECT_EQ(task.min_seq_len(), 2);
+  const int64_t B = 64, T = 32;
+  const Batch b = task.batch(5, DataStream::kTrain, 1, B, T);
+  EXPECT_FALSE(b.key_padding_mask.defined());  // windows have no padding
+  int64_t chosen = 0, masked = 0, kept = 0, positions = 0;
+  for (int64_t r = 0; r < B; ++r) {
+    const std::vector<int64_t> x = row_of(b.tokens, r), y = row_of(b.labels, r);
+    const std::vector<int64_t> pick = row_of(b.loss_mask.to(at::kLong), r);
+    EXPECT_EQ(x[0], kTextClsId);
+    EXPECT_EQ(y[0], kTextClsId);
+    EXPECT_EQ(pick[0], 0);  // [CLS] is never scored
+    int64_t row_chosen = 0;
+    for (int64_t t = 1; t < T; ++t) {
+      // Labels are the stream itself: consecutive ids after [CLS].
+      EXPECT_EQ(y[static_cast<size_t>(t)], y[1] + t - 1);
+      ++positions;
+      if (pick[static_cast<size_t>(t)] == 0) {
+        EXPECT_EQ(x[static_cast<size_t>(t)], y[static_cast<size_t>(t)]);  // unchosen tokens are untouched
+        continue;
+      }
+      ++row_chosen;
+      if (x[static_cast<size_t>(t)] == kTextMaskId) {
+        ++masked;
+      } else if (x[static_cast<size_t>(t)] == y[static_cast<size_t>(t)]) {
+        ++kept;
+      } else {
+        EXPECT_GE(x[static_cast<size_t>(t)], kTextFirstPiece);  // a random ordinary piece
+      }
+    }
+    EXPECT_GE(row_chosen, 1);
+    chosen += row_chosen;
+  }
+  // 1984 positions at 0.15: 298 +- 16 chosen; of those 80 % masked, about 10 % kept.
+  EXPECT_NEAR(static_cast<double>(chosen) / static_cast<double>(positions), 0.15, 0.03);
+  EXPECT_NEAR(static_cast<double>(masked) / static_cast<double>(chosen), 0.8, 0.08);
+  EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(chosen), 0.1, 0.06);
+  EXPECT_TRUE(b.tokens.equal(task.batch(5, DataStream::kTrain, 1, B, T).tokens));
+  EXPECT_FALSE(b.tokens.equal(task.batch(5, DataStream::kTrain, 2, B, T).tokens));
+  std::filesystem::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+// text-classify, text-span: labelled sets of DIR/tasks/NAME.
+
+// A corpus directory (vocab 3000) with tasks/cls (classes a, b, c) and tasks/span, rows of width 8:
+// row i of a split is [2, 100 + i, ...] padded after 2 + i % 5 tokens; class i % 3; span (1, 1 + i % 4).
+std::filesystem::path labelled_dir(const std::string& name) {
+  const std::filesystem::path dir = text_dir("labelled_" + name);
+  const int64_t T = 8;
+  for (const char* kind : {"cls", "span"}) {
+    const std::filesystem::path task = dir / "tasks" / kind;
+    std::filesystem::create_directories(task);
+    for (const auto& [split, rows] : {std::pair{"train", 20}, std::pair{"validation", 7}, std::pair{"test", 5}}) {
+      std::vector<int64_t> tokens, labels;
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t length = 2 + i % 5;
+        for (int64_t t = 0; t < T; ++t) tokens.push_back(t == 0 ? kTextClsId : t < length ? 100 + i + t : kTextPadId);
+        if (std::string(kind) == "cls") {
+          labels.push_back(i % 3);
+        } else {
+          labels.insert(labels.end(), {1, 1 + i % 4});
+        }
+      }
+      io::write_npy((task / (std::string(split) + ".tokens.npy")).string(), tokens, {rows, T});
+      const std::vector<int64_t> shape = std::string(kind) == "cls" ? std::vector<int64_t>{rows}
+                                                                     : std::vector<int64_t>{rows, 2};
+      io::write_npy((task / (std::string(split) + ".labels.npy")).string(), labels, shape);
+    }
+    std::ofstream(task / "task.json") << (std::string(kind) == "cls"
+                                              ? R"({"kind": "classification", "seq_len": 8, "classes": ["a", "b", "c"]})"
+                                              : R"({"kind": "span", "seq_len": 8})");
+  }
+  return dir;
+}
+
+TEST(LabelledTasks, EvaluationReadsEveryRowOnceAndTrainingSamplesRows) {
+  const std::filesystem::path dir = labelled_dir("rows");
+  const Task cls = Task::parse("text-classify", {.vocab_size = 0, .data = (dir / "tasks/cls").string()});
+  EXPECT_EQ(cls.vocab_size(), 3000);  // the corpus's, two levels up
+  EXPECT_EQ(cls.num_classes(), 3);
+  EXPECT_EQ(cls.class_names(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(cls.fixed_seq_len(), 8);
+  EXPECT_EQ(cls.eval_examples(), 7);
+  // Validation: batches of 3 rows read rows 0-2, 3-5, 6 in order.
+  std::vector<int64_t> seen;
+  for (int64_t i = 0; i < 3; ++i) {
+    const Batch b = cls.batch(0, DataStream::kEval, i, 3, 8);
+    for (int64_t r = 0; r < b.tokens.size(0); ++r) {
+      const std::vector<int64_t> row = row_of(b.tokens, r);
+      const int64_t index = row[1] - 101;
+      seen.push_back(index);
+      EXPECT_EQ(b.labels[r].item<int64_t>(), index % 3);
+      const std::vector<int64_t> pad = row_of(b.key_padding_mask.to(at::kLong), r);
+      for (int64_t t = 0; t < 8; ++t) EXPECT_EQ(pad[static_cast<size_t>(t)], t < 2 + index % 5 ? 0 : 1);
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}));
+  expect_error([&] { cls.batch(0, DataStream::kEval, 3, 3, 8); },
+               "[task] eval batch 3 of 3 rows starts past the 7 rows of the validation split of " +
+                   (dir / "tasks/cls").string());
+  // Training draws rows of the train split, a pure function of (seed, index).
+  const Batch t = cls.batch(1, DataStream::kTrain, 4, 16, 8);
+  EXPECT_EQ(t.tokens.size(0), 16);
+  EXPECT_TRUE(t.tokens.equal(cls.batch(1, DataStream::kTrain, 4, 16, 8).tokens));
+  for (int64_t r = 0; r < 16; ++r) {
+    const int64_t index = row_of(t.tokens, r)[1] - 101;
+    EXPECT_GE(index, 0);
+    EXPECT_LT(index, 20);
+    EXPECT_EQ(t.labels[r].item<int64_t>(), index % 3);
+  }
+  const Task span = Task::parse("text-span", {.vocab_size = 0, .data = (dir / "tasks/span").string(),
+                                              .eval_split = "test"});
+  EXPECT_EQ(span.eval_examples(), 5);
+  const Batch s = span.batch(0, DataStream::kEval, 0, 5, 8);
+  EXPECT_EQ(s.labels.sizes(), (std::vector<int64_t>{5, 2}));
+  EXPECT_EQ(s.labels[3][1].item<int64_t>(), 4);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LabelledTasks, RefusesWhatItCannotRead) {
+  const std::filesystem::path dir = labelled_dir("refusals");
+  const std::string cls = (dir / "tasks/cls").string();
+  expect_error([&] { Task::parse("text-span", {.vocab_size = 0, .data = cls}); },
+               "[task] 'text-span' needs a span task directory, " + cls + " holds a classification task");
+  expect_error([&] { Task::parse("text-classify", {.vocab_size = 0, .data = dir.string()}); },
+               "[task] data must be a task directory written by posenc corpus --out (DIR/tasks/NAME with "
+               "task.json), got '" + dir.string() + "'");
+  const Task task = Task::parse("text-classify", {.vocab_size = 0, .data = cls});
+  expect_error([&] { task.batch(0, DataStream::kTrain, 0, 2, 16); },
+               "[task] seq_len must be the data's row width (8, " + cls + "/task.json) for 'text-classify', got 16");
+  // A label outside the classes is named with its file.
+  io::write_npy((dir / "tasks/span/test.labels.npy").string(), std::vector<int64_t>(10, 9), {5, 2});
+  expect_error<std::runtime_error>(
+      [&] { Task::parse("text-span", {.vocab_size = 0, .data = (dir / "tasks/span").string()}); },
+      "[task] " + (dir / "tasks/span/test").string() + ".labels.npy: label 9 at 0 is outside [0, 8)");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LabelledTasks, FineTuningStartsFromThePretrainedBody) {
+  const std::filesystem::path dir = labelled_dir("init_from");
+  TrainConfig pre;
+  pre.task = "mlm";
+  pre.encoding = "learned+shaw";
+  pre.task_options = {.vocab_size = 0, .data = dir.string()};
+  pre.layers = 1, pre.dim = 16, pre.heads = 2, pre.seq_len = 8, pre.batch = 4, pre.steps = 3, pre.warmup = 1;
+  pre.checkpoint_every = 3, pre.log_every = 1, pre.seed = 7;
+  const std::filesystem::path run = dir / "pretrain";
+  train(pre, run);
+  TrainConfig fine = pre;
+  fine.task = "text-classify";
+  fine.task_options.data = (dir / "tasks/cls").string();
+  fine.seed = 8;
+  const TrainConfig resolved = resolve_train_config(fine);
+  TaskModel model(Task::parse(resolved.task, resolved.task_options), resolved);
+  initialize_from(model, resolved, run);
+  TaskModel source = load_task_model(run);
+  const auto theirs = source.module().named_parameters();
+  int64_t copied = 0;
+  for (const auto& item : model.module().named_parameters()) {
+    const bool head = item.key().starts_with("cls_head") || item.key().starts_with("span_head");
+    const at::Tensor* from = theirs.find(item.key());
+    if (head) {
+      continue;  // the task's own, freshly initialised (the pretrained cls_head has 2 classes, this one 3)
+    }
+    ASSERT_NE(from, nullptr) << item.key();
+    EXPECT_TRUE(item.value().equal(*from)) << item.key();
+    ++copied;
+  }
+  EXPECT_GT(copied, 8);  // embeddings, table, Shaw tables, attention, FFN, norms
+  EXPECT_EQ(model.module().named_parameters().find("cls_head.weight")->size(0), 3);
+  // Another width is refused, naming both.
+  TrainConfig wide = fine;
+  wide.dim = 32;
+  const TrainConfig wide_resolved = resolve_train_config(wide);
+  TaskModel other(Task::parse(wide_resolved.task, wide_resolved.task_options), wide_resolved);
+  expect_error([&] { initialize_from(other, wide_resolved, run); },
+               "[train] init_from: " + run.string() + " has dim 16, this run 32");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

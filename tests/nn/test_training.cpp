@@ -547,7 +547,7 @@ TEST_F(TrainingTest, BadConfigurationsAreRefusedBeforeTouchingTheDirectory) {
   expect_error([&] { train(c, root_); }, "[train] seq_len must be >= 4 for task 'lookback', got 3");
   c = tiny_config();
   c.task = "sort";
-  expect_error([&] { train(c, root_); }, "[task] unknown task 'sort'; known: order, span, lookback, copy, text");
+  expect_error([&] { train(c, root_); }, "[task] unknown task 'sort'; known: order, span, lookback, copy, text, mlm, text-classify, text-span");
   c = tiny_config();
   c.attention = "flash";
   expect_error([&] { train(c, root_); }, "[train] attention must be 'fused' or 'composed', got 'flash'");

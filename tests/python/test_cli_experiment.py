@@ -71,13 +71,15 @@ def test_quick_suite_runs_resumes_and_reports(tree, tmp_path):  # noqa: F811
 
 def test_refusals(tree, tmp_path):  # noqa: F811
     root, _ = tree
-    r = run("experiment", "run", "properties", "--out", tmp_path / "p")
+    r = run("experiment", "run", "sorting", "--out", tmp_path / "p")
     assert (r.returncode, r.stderr) == (
-        2, "posenc: [experiment] suite must be 'extrapolation' (the one built so far), got 'properties'\n")
+        2, "posenc: [experiment] unknown suite 'sorting'; known: extrapolation, properties\n")
+    assert not (tmp_path / "p").exists()
     r = run("experiment", "run", "extrapolation", "--quick", "--out", tmp_path / "p", "--seeds", 0)
     assert (r.returncode, r.stderr) == (2, "posenc: [experiment] seeds must be >= 1, got 0\n")
     r = run("experiment", "run", "extrapolation", "--quick", "--out", tmp_path / "p", "--encodings", "rope,foo")
     assert r.returncode == 2 and r.stderr.startswith("posenc: [encoding] unknown encoding 'foo'")
+    assert not (tmp_path / "p").exists()  # refused before the corpus step
     out = tmp_path / "suite"
     assert suite(root, out, "--encodings", "rope").returncode == 0
     r = suite(root, out, "--encodings", "rope", "--steps", 30)
@@ -86,7 +88,7 @@ def test_refusals(tree, tmp_path):  # noqa: F811
            "(steps 20, here 30): use another --out\n")
     r = run("experiment", "report", tmp_path / "nothing")
     assert (r.returncode, r.stderr) == (
-        1, f"posenc: [experiment] {tmp_path}/nothing: no runs/ directory: not an experiment\n")
+        1, f"posenc: [experiment] {tmp_path}/nothing: no suite.json and no run results: not an experiment directory\n")
     # The corpus packages missing: the corpus step's own message, then the suite's.
     r = run("experiment", "run", "extrapolation", "--quick", "--out", tmp_path / "e", "--root", tmp_path / "empty")
     assert r.returncode == 1

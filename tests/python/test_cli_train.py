@@ -341,7 +341,8 @@ def test_bad_training_arguments_exit_2_before_writing(tmp_path, changes, message
 
 def test_unknown_task_and_missing_options_exit_2(tmp_path):
     r = run("train", "--task", "sort", "--encoding", "rope", "--out", tmp_path / "run")
-    one_error_line(r, 2, "[task] unknown task 'sort'; known: order, span, lookback, copy, text")
+    one_error_line(r, 2, "[task] unknown task 'sort'; known: order, span, lookback, copy, text, mlm, text-classify, "
+                      "text-span")
     r = run("train", "--task", "order", "--out", tmp_path / "run")
     assert r.returncode == 2 and "--encoding is required" in r.stderr
 

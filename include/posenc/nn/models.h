@@ -6,6 +6,8 @@
 //   encoder: tokens (B, T) -> embed (scaled by 1) + input encoding -> blocks -> LN -> hidden (B, T, D)
 //     classify: hidden[:, 0] (the first token, a [CLS]) -> (B, num_classes) logits
 //     span:     hidden -> (start (B, T), end (B, T)) logits, padding masked to -inf
+//     masked_lm: hidden -> (B, T, vocab) logits (with masked_lm_head; a separate,
+//               untied projection, discarded when fine-tuning)
 //   decoder: tokens (B, T) -> same with causal attention -> LN -> (B, T, vocab) logits
 #pragma once
 
@@ -41,6 +43,7 @@ struct TransformerOptions {
   TORCH_ARG(AttentionPath, attention_path) = AttentionPath::kAuto;  // every layer's (MultiheadAttentionOptions::path)
   TORCH_ARG(int64_t, max_positions) = 512;  // learned table rows
   TORCH_ARG(int64_t, num_classes) = 2;   // encoder classification head
+  TORCH_ARG(bool, masked_lm_head) = false;  // encoder: also a D -> vocab head (masked-LM pretraining)
   TORCH_ARG(EncodingConfig, encoding_config);  // dim, num_heads, max_positions, causal are overwritten from above
 };
 
@@ -68,6 +71,8 @@ class TransformerEncoderImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {});
   at::Tensor classify(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {});
   std::tuple<at::Tensor, at::Tensor> span(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {});
+  // Needs masked_lm_head: "[TransformerEncoder] masked_lm needs options.masked_lm_head(true)".
+  at::Tensor masked_lm(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {});
   // The first layer's attention weights (B, H, T, T) for these tokens (analysis probes).
   at::Tensor first_layer_attention(const at::Tensor& tokens);
   const TransformerOptions& options() const noexcept { return options_; }
@@ -78,6 +83,7 @@ class TransformerEncoderImpl : public torch::nn::Module {
   torch::nn::LayerNorm final_norm{nullptr};
   torch::nn::Linear cls_head{nullptr};   // D -> num_classes
   torch::nn::Linear span_head{nullptr};  // D -> 2 (start, end)
+  torch::nn::Linear mlm_head{nullptr};   // D -> vocab (masked_lm_head only)
 
  private:
   TransformerOptions options_;

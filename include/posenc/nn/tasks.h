@@ -22,11 +22,25 @@
 //             training reads the train split, evaluation eval_split. Every
 //             position is scored; loss is the mean cross-entropy (perplexity
 //             exp(loss)).
-// Encoder rows have a random length n in [max(ceil(T/2), minimum), T] and are
+//   mlm       encoder, masked language modelling (Devlin et al. 2019) on the
+//             same data: a row is [CLS] (bos, id 2) and T-1 consecutive ids;
+//             each later position is chosen with probability 0.15 (at least
+//             one per row), a chosen token becomes <mask> (id 4) 80 % of the
+//             time, a random piece (ids 6..V-1) 10 %, itself 10 %; scored at
+//             the chosen positions (loss: cross-entropy; perplexity exp(loss)).
+//   text-classify, text-span
+//             encoder, fine-tuning on a labelled set that posenc corpus --out
+//             writes (DIR/tasks/NAME: {split}.tokens.npy [N, T] rows padded
+//             with 0, {split}.labels.npy [N] classes or [N, 2] inclusive
+//             spans, task.json). Training samples rows uniformly (with
+//             replacement) per batch; evaluation reads the eval split's rows
+//             in order, each exactly once (eval_examples()).
+// Synthetic encoder rows have a random length n in [max(ceil(T/2), minimum), T] and are
 // padded with token 0 (key_padding_mask true there). Decoder rows generate T+1
 // tokens: tokens = x[0..T), labels = x[1..T].
-// Accuracy: order, the class; span, start AND end both right; lookback and
-// copy, the next token at the scored positions.
+// Accuracy: order and text-classify, the class; span and text-span, start
+// AND end both right; lookback, copy and text, the next token at the scored
+// positions; mlm, the masked token.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -39,7 +53,7 @@
 
 namespace posenc::nn {
 
-enum class TaskKind { kOrder, kSpan, kLookback, kCopy, kText };
+enum class TaskKind { kOrder, kSpan, kLookback, kCopy, kText, kMaskedLm, kTextClassify, kTextSpan };
 enum class ModelKind { kEncoder, kDecoder };
 // Training and evaluation draw from different streams of the same seed.
 enum class DataStream : uint64_t { kTrain = 0, kEval = 1 };
@@ -48,12 +62,16 @@ struct TaskOptions {
   int64_t vocab_size = 32;  // every token id lies in [0, vocab_size); text: 0 takes the data's
   int64_t lookback = 3;     // lookback: k >= 1
   int64_t max_span = 4;     // span: answer lengths 1..max_span
-  std::string data = {};                   // text: the directory of posenc corpus --out
+  std::string data = {};                   // text, mlm: the directory of posenc corpus --out;
+                                           // text-classify, text-span: its tasks/NAME directory
   std::string eval_split = "validation";   // text: the split evaluation reads, "validation" or "test"
 };
 
 // The vocabulary of a text data directory (its corpus.json); throws as Task does.
 int64_t text_data_vocab_size(const std::string& data_dir);
+
+// The fixed ids of posenc::text::Tokenizer that the text tasks rely on.
+inline constexpr int64_t kTextPadId = 0, kTextClsId = 2, kTextMaskId = 4, kTextFirstPiece = 6;
 
 // Token ids of the encoder tasks; fillers are kFirstFiller .. vocab_size-1.
 // The decoder tasks use every id in [0, vocab_size) as a symbol.
@@ -89,7 +107,7 @@ class Task {
   // Throws std::invalid_argument "[task] vocab_size must be >= 8 for 'order', got 4" (span likewise;
   // decoder tasks need >= 2), "[task] lookback must be >= 1, got 0", "[task] max_span must be >= 1, got 0".
   Task(TaskKind kind, TaskOptions options = {});
-  // "[task] unknown task 'foo'; known: order, span, lookback, copy, text"
+  // "[task] unknown task 'foo'; known: order, span, lookback, copy, text, mlm, text-classify, text-span"
   static Task parse(std::string_view name, TaskOptions options = {});
   static const std::vector<std::string>& names();
 
@@ -101,21 +119,34 @@ class Task {
   const TaskOptions& options() const noexcept { return options_; }
   // The shortest seq_len a row can be built at: order 3, span max_span + 3, lookback k + 1, copy 2, text 1.
   int64_t min_seq_len() const noexcept;
+  // The row width of a labelled set (text-classify, text-span: seq_len must equal it); 0 for the others.
+  int64_t fixed_seq_len() const noexcept;
+  // Classes of the classification head: order 2, text-classify the set's; 0 for the others.
+  int64_t num_classes() const noexcept;
+  const std::vector<std::string>& class_names() const;  // text-classify; empty otherwise
+  // Rows of the eval split of a labelled set (evaluation covers each once, in
+  // order: batch i of DataStream::kEval holds rows [i B, min(N, (i+1) B))); 0 for generated data.
+  int64_t eval_examples() const noexcept;
 
   // Throws "[task] seq_len must be >= 7 for 'span', got 4" and "[task] batch_size must be >= 1, got 0".
   Batch batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const;
 
   // Scores the model's outputs for `batch` (shapes as in models.h):
-  // order: logits (B, 2); span: start and end logits (B, T) each; decoder: logits (B, T, vocab).
+  // order, text-classify: logits (B, num_classes()); span, text-span: start and end logits (B, T)
+  // each; decoder and mlm: logits (B, T, vocab).
   TaskScore score_classification(const at::Tensor& logits, const Batch& batch) const;
   TaskScore score_span(const at::Tensor& start_logits, const at::Tensor& end_logits, const Batch& batch) const;
   TaskScore score_language_model(const at::Tensor& logits, const Batch& batch) const;
 
  private:
   Batch text_batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const;
+  Batch masked_batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const;
+  Batch labelled_batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const;
   friend int64_t text_data_vocab_size(const std::string& data_dir);
 
   struct TextData;
+  struct LabelledData;
+  std::shared_ptr<const LabelledData> labelled_;  // text-classify, text-span
   TaskKind kind_;
   TaskOptions options_;
   std::shared_ptr<const TextData> text_;  // text: the loaded splits, shared by every copy

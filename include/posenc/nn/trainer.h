@@ -42,7 +42,7 @@
 namespace posenc::nn {
 
 struct TrainConfig {
-  std::string task = "order";        // order | span | lookback | copy
+  std::string task = "order";        // a Task::names() name: order | span | lookback | copy | text | mlm | ...
   std::string encoding = "sinusoidal";  // a registry name, e.g. "learned+shaw"
   TaskOptions task_options;
   // base, xpos_scale_base, max_distance, t5_*, init_std; dim, num_heads,
@@ -69,6 +69,10 @@ struct TrainConfig {
   // | "composed" (differentiable torch ops).
   // config.json files written before the field existed read "composed", the path they trained with.
   std::string attention = "fused";
+  // Fine-tuning: a posenc train run (or one of its checkpoints) whose body (embeddings, encoding, blocks, final
+  // norm; not the heads) replaces this model's initial values before step 1. Same model kind, encoding, sizes,
+  // vocabulary and max_positions. Empty: train from the seeded initialisation.
+  std::string init_from;
 };
 
 // Checks every field, the task and the encoding (parse_encoding / validate_encoding messages),
@@ -99,6 +103,10 @@ class TaskModel {
   TransformerEncoder encoder_{nullptr};
   TransformerDecoder decoder_{nullptr};
 };
+
+// Copies the body of the run at `source` into `model` (TrainConfig::init_from). Throws
+// "[train] init_from: RUN has dim 32, this run 64" for a mismatch, and load_task_model's errors.
+void initialize_from(TaskModel& model, const TrainConfig& config, const std::filesystem::path& source);
 
 struct TrainProgress {
   int64_t step = 0;
@@ -191,7 +199,8 @@ struct EvalCost {
   std::string largest;
 };
 
-// The lengths evaluate() runs: `lengths`, or seq_len, 2 seq_len, 4 seq_len when empty.
+// The lengths evaluate() runs: `lengths`, or seq_len, 2 seq_len, 4 seq_len when empty
+// (a labelled set: its row width only).
 std::vector<int64_t> eval_lengths(const TrainConfig& config, const std::vector<int64_t>& lengths);
 EvalCost estimate_evaluation(const TrainConfig& config, const std::vector<int64_t>& lengths, int64_t batches);
 
@@ -204,7 +213,9 @@ struct EvalCallbacks {
 
 // Loads DIR/config.json and the newest valid checkpoint of DIR (or DIR itself
 // when it is a checkpoint directory), and evaluates `batches` fresh batches of
-// DataStream::kEval at each length, without gradients (the fused attention).
+// DataStream::kEval at each length, without gradients (the fused attention);
+// a labelled set (text-classify, text-span) is evaluated on every row of its
+// eval split instead, whatever `batches` says.
 // Lengths {} mean seq_len, 2 seq_len, 4 seq_len. Throws std::runtime_error
 // "[checkpoint] DIR is not a posenc run (no config.json)" and the checkpoint.h errors.
 // A context extension applied to a trained "rope" model at evaluation: type

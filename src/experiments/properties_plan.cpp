@@ -1,0 +1,103 @@
+#include <set>
+#include <string>
+
+#include "posenc/error.h"
+#include "posenc/experiments/properties.h"
+
+namespace posenc::experiments {
+
+PropertiesPlan properties_plan(bool quick) {
+  PropertiesPlan p;
+  p.tasks = {"lexname", "pos", "definition"};
+  nn::TrainConfig& pre = p.pretrain;
+  pre.task = "mlm";
+  pre.task_options.vocab_size = 0;  // the data's
+  pre.task_options.eval_split = "validation";
+  nn::TrainConfig& fine = p.finetune;
+  fine.task_options.vocab_size = 0;
+  fine.task_options.eval_split = "validation";
+  if (quick) {
+    p.encodings = {"none", "learned", "rope"};
+    p.seeds = 2;  // the least a paired test can use
+    pre.layers = fine.layers = 1;
+    pre.dim = fine.dim = 32;
+    pre.heads = fine.heads = 2;
+    pre.seq_len = 64;
+    pre.max_positions = fine.max_positions = 128;  // the span task's rows
+    pre.batch = fine.batch = 16;
+    pre.steps = 40, pre.warmup = 5, pre.lr = 3e-3, pre.log_every = 10;
+    fine.steps = 40, fine.warmup = 5, fine.lr = 3e-3, fine.log_every = 10;
+    p.pretrain_stopping = {20, 1};
+    p.finetune_stopping = {20, 1};
+    p.pretrain_eval_batches = 2;
+    p.validation_rows = 256;
+    p.probe_length = 32;
+    p.probe_words = 16;
+  } else {
+    // Wang et al.'s absolute and relative families, their combinations, and every other 1-D family.
+    p.encodings = {"none",
+                   "sinusoidal",
+                   "learned",
+                   "learnable-sinusoidal",
+                   "shaw",
+                   "shaw-sinusoidal",
+                   "shaw-learnable-sinusoidal",
+                   "t5",
+                   "rope",
+                   "alibi",
+                   "xl",
+                   "rope-xpos",
+                   "learned+shaw",
+                   "learned+shaw-learnable-sinusoidal",
+                   "learnable-sinusoidal+shaw-learnable-sinusoidal"};
+    p.seeds = 5;
+    pre.layers = fine.layers = 2;
+    pre.dim = fine.dim = 64;
+    pre.heads = fine.heads = 4;
+    pre.seq_len = 128;
+    pre.max_positions = fine.max_positions = 128;
+    pre.batch = fine.batch = 32;
+    pre.steps = 1500, pre.warmup = 150, pre.lr = 1e-3, pre.log_every = 50;
+    fine.steps = 1000, fine.warmup = 100, fine.lr = 5e-4, fine.log_every = 50;
+    p.pretrain_stopping = {250, 2};
+    p.finetune_stopping = {100, 3};
+    p.pretrain_eval_batches = 16;
+    p.validation_rows = 2048;
+    p.probe_length = 64;
+    p.probe_words = 64;
+  }
+  return p;
+}
+
+std::vector<PropertiesRun> plan_properties_runs(const PropertiesPlan& plan) {
+  constexpr const char* kOp = "experiment";
+  require(plan.seeds >= 1, kOp, "seeds must be >= 1, got ", plan.seeds);
+  require(!plan.encodings.empty(), kOp, "encodings must name at least one encoding, got none");
+  require(!plan.tasks.empty(), kOp, "tasks must name at least one task, got none");
+  require(plan.pretrain_eval_batches >= 1, kOp, "pretrain_eval_batches must be >= 1, got ", plan.pretrain_eval_batches);
+  require(plan.validation_rows >= 0, kOp, "validation_rows must be >= 0 (0: all), got ", plan.validation_rows);
+  require(plan.probe_length >= 3, kOp, "probe_length must be >= 3, got ", plan.probe_length);
+  require(plan.probe_words >= 1, kOp, "probe_words must be >= 1, got ", plan.probe_words);
+  for (const auto& [name, s, steps] : {std::tuple{"pretrain", plan.pretrain_stopping, plan.pretrain.steps},
+                                       std::tuple{"finetune", plan.finetune_stopping, plan.finetune.steps}}) {
+    require(s.eval_every >= 1 && s.patience >= 1, kOp, name, " eval_every and patience must be >= 1, got ",
+            s.eval_every, " and ", s.patience);
+    require(steps % s.eval_every == 0, kOp, name, " steps (", steps, ") must be a multiple of eval_every (",
+            s.eval_every, ")");
+  }
+  std::set<std::string> seen;
+  for (const std::string& e : plan.encodings) {
+    nn::parse_encoding(e);  // the registry's message for an unknown name
+    require(seen.insert(e).second, kOp, "encoding '", e, "' is listed twice");
+  }
+  std::vector<PropertiesRun> runs;
+  for (const std::string& encoding : plan.encodings) {
+    for (int64_t s = 0; s < plan.seeds; ++s) {
+      runs.push_back({static_cast<int64_t>(runs.size()), encoding + "-s" + std::to_string(s), encoding,
+                      static_cast<uint64_t>(s)});
+    }
+  }
+  return runs;
+}
+
+}  // namespace posenc::experiments

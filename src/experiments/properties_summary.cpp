@@ -1,0 +1,241 @@
+// The properties suite's summary: scores and probes per encoding (mean, sd
+// over seeds), paired t-tests between encodings per task, and correlations of
+// the probes with the task scores across encodings.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <system_error>
+#include <tuple>
+
+#include "posenc/analysis/statistics.h"
+#include "posenc/error.h"
+#include "posenc/experiments/properties.h"
+#include "posenc/nn/encoding_registry.h"
+#include "properties_format.h"
+
+namespace posenc::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using nlohmann::ordered_json;
+constexpr const char* kOp = "experiment";
+constexpr const char* kProbeFields[] = {"monotonicity", "translation_invariance", "symmetry"};
+
+double field_of(const Probe& p, int i) { return i == 0 ? p.monotonicity : i == 1 ? p.translation_invariance : p.symmetry; }
+
+// "none" | "absolute" (only input tables) | "relative" | "absolute+relative".
+std::string group_of(const std::string& encoding) {
+  bool absolute = false, relative = false;
+  for (const std::string& part : nn::parse_encoding(encoding).parts) {
+    for (const nn::EncodingInfo& info : nn::encoding_catalog()) {
+      if (info.name != part || info.point == "none") continue;
+      (info.point == "input" ? absolute : relative) = true;
+    }
+  }
+  return absolute && relative ? "absolute+relative" : absolute ? "absolute" : relative ? "relative" : "none";
+}
+
+ordered_json stats_json(const std::vector<double>& v) {
+  if (v.empty()) return nullptr;
+  const analysis::MeanSd s = analysis::mean_sd(v);
+  return {{"mean", s.mean}, {"sd", s.sd}, {"seeds", s.n}};
+}
+
+ordered_json number_or_null(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); }
+
+struct Row {
+  std::string encoding;
+  std::vector<double> perplexity;                    // per seed (in seed order)
+  std::map<std::string, std::map<uint64_t, double>> scores;  // task -> seed -> test accuracy
+  std::vector<Probe> table, attention;
+};
+
+}  // namespace
+
+std::string summarize_properties(const fs::path& suite_dir) {
+  std::error_code ec;
+  const fs::path runs = suite_dir / "runs";
+  if (!fs::is_directory(runs, ec)) fail_runtime(kOp, suite_dir.string(), ": no runs/ directory: not an experiment");
+  struct Stored {
+    int64_t order;
+    fs::path path;
+    PropertiesOutcome o;
+  };
+  std::vector<Stored> results;
+  for (const auto& entry : fs::directory_iterator(runs, ec)) {
+    const fs::path r = entry.path() / "result.json";
+    if (!fs::exists(r, ec)) continue;
+    const json j = read_result(r);
+    results.push_back({j.value("order", int64_t{0}), r, outcome_from_result(j, r)});
+  }
+  std::sort(results.begin(), results.end(),
+            [](const Stored& a, const Stored& b) { return std::tie(a.order, a.path) < std::tie(b.order, b.path); });
+  std::vector<Row> rows;
+  std::vector<std::string> tasks;
+  std::set<uint64_t> seeds;
+  for (const Stored& s : results) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.encoding == s.o.encoding; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{s.o.encoding, {}, {}, {}, {}});
+    seeds.insert(s.o.seed);
+    for (const StageOutcome& st : s.o.stages) {
+      if (st.stage == "pretrain") {
+        it->perplexity.push_back(std::exp(st.test));
+        continue;
+      }
+      if (std::find(tasks.begin(), tasks.end(), st.stage) == tasks.end()) tasks.push_back(st.stage);
+      it->scores[st.stage][s.o.seed] = st.test;
+    }
+    if (s.o.table) it->table.push_back(*s.o.table);
+    if (s.o.attention) it->attention.push_back(*s.o.attention);
+  }
+
+  ordered_json j;
+  j["suite"] = "properties";
+  j["runs"] = results.size();
+  j["seeds"] = seeds.size();
+  j["pretraining"] = {{"metric", "test masked-LM perplexity"}};
+  ordered_json task_list = ordered_json::array();
+  for (const std::string& t : tasks) {
+    const bool span = t == "definition";
+    task_list.push_back({{"name", t}, {"kind", span ? "span" : "classification"},
+                         {"metric", span ? "exact match" : "accuracy"}});
+  }
+  j["tasks"] = task_list;
+  ordered_json out_rows = ordered_json::array();
+  for (const Row& r : rows) {
+    ordered_json row;
+    row["encoding"] = r.encoding;
+    row["group"] = group_of(r.encoding);
+    row["pretraining"] = stats_json(r.perplexity);
+    ordered_json scores = ordered_json::array();
+    for (const std::string& t : tasks) {
+      std::vector<double> v;
+      const auto found = r.scores.find(t);
+      if (found != r.scores.end()) {
+        for (const auto& [seed, score] : found->second) v.push_back(score);
+      }
+      ordered_json cell = stats_json(v);
+      if (cell.is_null()) cell = ordered_json::object();
+      cell["task"] = t;
+      cell["values"] = v;
+      scores.push_back(cell);
+    }
+    row["scores"] = scores;
+    ordered_json indicators;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<double> v;
+      for (const Probe& p : r.table) v.push_back(field_of(p, i));
+      indicators[kProbeFields[i]] = stats_json(v);
+    }
+    ordered_json attention;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<double> v;
+      for (const Probe& p : r.attention) v.push_back(field_of(p, i));
+      attention[kProbeFields[i]] = stats_json(v);
+    }
+    indicators["identical_word_attention"] = attention;
+    row["indicators"] = indicators;
+    out_rows.push_back(row);
+  }
+  j["rows"] = out_rows;
+
+  // Paired t-tests over the seeds both encodings have.
+  ordered_json comparisons = ordered_json::array();
+  for (const std::string& t : tasks) {
+    for (size_t a = 0; a < rows.size(); ++a) {
+      for (size_t b = a + 1; b < rows.size(); ++b) {
+        const auto fa = rows[a].scores.find(t), fb = rows[b].scores.find(t);
+        if (fa == rows[a].scores.end() || fb == rows[b].scores.end()) continue;
+        std::vector<double> x, y;
+        for (const auto& [seed, score] : fa->second) {
+          const auto other = fb->second.find(seed);
+          if (other == fb->second.end()) continue;
+          x.push_back(score);
+          y.push_back(other->second);
+        }
+        if (x.size() < 2) continue;
+        const analysis::PairedTTest test = analysis::paired_t_test(x, y);
+        comparisons.push_back({{"task", t}, {"a", rows[a].encoding}, {"b", rows[b].encoding},
+                               {"mean_difference", test.mean_difference}, {"t", number_or_null(test.t)},
+                               {"p", number_or_null(test.p)}, {"seeds", test.n}});
+      }
+    }
+  }
+  j["comparisons"] = comparisons;
+
+  // Across encodings: a probe's mean against a task's mean score (encodings that have both).
+  ordered_json correlations = ordered_json::array();
+  for (const std::string& t : tasks) {
+    for (const bool from_table : {true, false}) {
+      for (int i = 0; i < 3; ++i) {
+        std::vector<double> x, y;
+        for (const Row& r : rows) {
+          const std::vector<Probe>& probes = from_table ? r.table : r.attention;
+          const auto found = r.scores.find(t);
+          if (probes.empty() || found == r.scores.end() || found->second.empty()) continue;
+          double px = 0, sy = 0;
+          for (const Probe& p : probes) px += field_of(p, i);
+          for (const auto& [seed, score] : found->second) sy += score;
+          x.push_back(px / static_cast<double>(probes.size()));
+          y.push_back(sy / static_cast<double>(found->second.size()));
+        }
+        if (x.size() < 3) continue;  // two points always correlate perfectly
+        correlations.push_back(
+            {{"task", t},
+             {"property", std::string(from_table ? "" : "identical_word_attention.") + kProbeFields[i]},
+             {"pearson", number_or_null(analysis::pearson_correlation(x, y))},
+             {"spearman", number_or_null(analysis::spearman_correlation(x, y))},
+             {"encodings", x.size()}});
+      }
+    }
+  }
+  j["correlations"] = correlations;
+  return j.dump(2) + "\n";
+}
+
+std::string properties_table(const std::string& summary) {
+  const json j = json::parse(summary);
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "test scores (mean +- sd over seeds), %d runs\n", j.value("runs", 0));
+  out += line;
+  std::snprintf(line, sizeof line, "%-48s %-17s %16s", "encoding", "group", "pretrain ppl");
+  out += line;
+  for (const json& t : j.at("tasks")) {
+    std::snprintf(line, sizeof line, " %16s", t.at("name").get<std::string>().c_str());
+    out += line;
+  }
+  out += "\n";
+  const auto cell = [](const json& c, double scale) {
+    char text[64];
+    if (c.is_null() || !c.contains("mean")) return std::string("n/a");
+    std::snprintf(text, sizeof text, "%.3f +- %.3f", c.at("mean").get<double>() * scale,
+                  c.at("sd").get<double>() * scale);
+    return std::string(text);
+  };
+  for (const json& r : j.at("rows")) {
+    std::snprintf(line, sizeof line, "%-48s %-17s %16s", r.at("encoding").get<std::string>().c_str(),
+                  r.at("group").get<std::string>().c_str(), cell(r.at("pretraining"), 1).c_str());
+    out += line;
+    for (const json& s : r.at("scores")) {
+      std::snprintf(line, sizeof line, " %16s", cell(s, 1).c_str());
+      out += line;
+    }
+    out += "\n";
+  }
+  int64_t significant = 0;
+  for (const json& c : j.at("comparisons")) {
+    if (c.at("p").is_number() && c.at("p").get<double>() < 0.05) ++significant;
+  }
+  std::snprintf(line, sizeof line, "paired t-tests: %zu, p < 0.05 in %lld (summary.json: comparisons, correlations)\n",
+                j.at("comparisons").size(), static_cast<long long>(significant));
+  out += line;
+  return out;
+}
+
+}  // namespace posenc::experiments

@@ -1,0 +1,187 @@
+"""`posenc experiment run properties` (docs/experiments.md): masked-LM
+pretraining per encoding and seed, fine-tuning on the corpus's labelled tasks
+with early stopping, probes of the pretrained model, and the summary's paired
+t-tests and correlations; resumption, a corrupted result, a directory of
+another suite. Runs --quick on the package tree of test_cli_corpus."""
+
+import json
+import math
+import shutil
+
+from test_cli_corpus import run, tree  # noqa: F401  (the package-tree fixture)
+
+
+def properties(tree_root, out, *extra):
+    return run("experiment", "run", "properties", "--quick", "--out", out, "--root", tree_root,
+               "--vocab-size", 100, "--threads", 1, *extra)
+
+
+def student_t_two_sided(t, nu, steps=20000):
+    """P(|T| >= |t|), T ~ Student t(nu), by Simpson's rule on the density over x = |t| + u / (1 - u)."""
+    c = math.exp(math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2)) / math.sqrt(nu * math.pi)
+
+    def f(u):
+        if u >= 1:
+            return 0.0
+        x = abs(t) + u / (1 - u)
+        return c * (1 + x * x / nu) ** (-(nu + 1) / 2) / (1 - u) ** 2
+
+    h = 1 / steps
+    s = f(0) + f(1) + sum(f(i * h) * (4 if i % 2 else 2) for i in range(1, steps))
+    return 2 * s * h / 3
+
+
+def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # noqa: F811
+    root, _ = tree
+    out = tmp_path / "props"
+    r = properties(root, out)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"corpus: wordnet,gcide,fortunes, SentencePiece vocabulary 100 -> {out}/corpus"
+    assert [line.split(":")[0] for line in lines if line.startswith("run ")] == [
+        "run 1/6 none-s0", "run 2/6 none-s1", "run 3/6 learned-s0", "run 4/6 learned-s1", "run 5/6 rope-s0",
+        "run 6/6 rope-s1"]
+    assert json.loads((out / "suite.json").read_text()) == {"suite": "properties"}
+
+    result = json.loads((out / "runs" / "learned-s0" / "result.json").read_text())
+    assert [s["stage"] for s in result["stages"]] == ["pretrain", "lexname", "pos", "definition"]
+    for stage in result["stages"]:
+        # Early stopping: evaluated every 20 steps, the best checkpoint reported, never past the last step.
+        assert stage["best_step"] in (20, 40) and stage["best_step"] <= stage["last_step"] <= 40
+        record = [json.loads(line) for line in
+                  (out / "runs" / "learned-s0" / stage["stage"] / "validation.jsonl").read_text().splitlines()]
+        assert [e["step"] for e in record] == list(range(20, stage["last_step"] + 1, 20))
+        scores = [e["score"] for e in record]
+        best = scores.index(max(scores))  # the first best
+        assert record[best]["step"] == stage["best_step"]
+        if stage["stage"] == "pretrain":
+            assert math.isclose(stage["validation"], -max(scores), rel_tol=1e-12)  # a loss
+            assert 0 < stage["test"] < math.log(100) + 1
+        else:
+            assert stage["validation"] == max(scores) and 0 <= stage["test"] <= 1 and stage["test_count"] > 0
+    # The fine-tuning runs start from the best pretraining checkpoint.
+    lexname_config = json.loads((out / "runs" / "learned-s0" / "lexname" / "config.json").read_text())
+    best = result["stages"][0]["best_step"]
+    assert lexname_config["init_from"] == str(out / "runs" / "learned-s0" / "pretrain" / "checkpoints" /
+                                              f"step-{best:08d}")
+    assert lexname_config["task"] == "text-classify" and lexname_config["seq_len"] == 64
+    # Probes: a learned table has indicators; "none" has no table and a constant identical-word map.
+    assert set(result["probes"]["table"]) == {"monotonicity", "translation_invariance", "symmetry"}
+    none = json.loads((out / "runs" / "none-s0" / "result.json").read_text())
+    assert none["probes"]["table"] is None and none["probes"]["identical_word_attention"] is None
+    assert "flat to float32 rounding" in none["probes"]["identical_word_attention_note"]
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["suite"], summary["runs"], summary["seeds"]) == ("properties", 6, 2)
+    assert [t["name"] for t in summary["tasks"]] == ["lexname", "pos", "definition"]
+    assert [(row["encoding"], row["group"]) for row in summary["rows"]] == [
+        ("none", "none"), ("learned", "absolute"), ("rope", "relative")]
+    learned = summary["rows"][1]
+    assert learned["scores"][0]["values"] == [
+        json.loads((out / "runs" / f"learned-s{s}" / "result.json").read_text())["stages"][1]["test"] for s in (0, 1)]
+    assert learned["indicators"]["monotonicity"]["seeds"] == 2
+    # Every pair of encodings, per task, by a paired t-test over the two seeds.
+    assert len(summary["comparisons"]) == 9
+    for c in summary["comparisons"]:
+        a = next(r for r in summary["rows"] if r["encoding"] == c["a"])["scores"]
+        b = next(r for r in summary["rows"] if r["encoding"] == c["b"])["scores"]
+        task = [t["name"] for t in summary["tasks"]].index(c["task"])
+        d = [x - y for x, y in zip(a[task]["values"], b[task]["values"])]
+        assert math.isclose(c["mean_difference"], sum(d) / 2, abs_tol=1e-15)
+
+    # Run again: nothing is recomputed and the summary is the same.
+    again = properties(root, out)
+    assert again.returncode == 0, again.stderr
+    assert sum("done before" in line for line in again.stdout.splitlines()) == 6
+    assert json.loads((out / "summary.json").read_text()) == summary
+
+    # Interrupted inside fine-tuning (no result, the pos stage's last evaluation and checkpoint gone):
+    # it resumes to the same numbers.
+    run_dir = out / "runs" / "rope-s1"
+    (run_dir / "result.json").unlink()
+    pos = run_dir / "pos"
+    record = (pos / "validation.jsonl").read_text().splitlines()
+    last = json.loads(record[-1])["step"]
+    (pos / "validation.jsonl").write_text("".join(line + "\n" for line in record[:-1]))
+    shutil.rmtree(pos / "checkpoints" / f"step-{last:08d}")
+    before = json.loads((out / "runs" / "rope-s0" / "result.json").read_text())
+    resumed = properties(root, out)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "run 6/6 rope-s1: trained" in resumed.stdout
+    assert json.loads((out / "summary.json").read_text())["rows"] == summary["rows"]
+    assert json.loads((out / "runs" / "rope-s0" / "result.json").read_text()) == before
+
+    # A corrupted result is said, set aside and run again; never mixed into the summary.
+    (run_dir / "result.json").write_text("{ truncated")
+    fixed = properties(root, out)
+    assert fixed.returncode == 0, fixed.stderr
+    assert f"{run_dir}/result.json: not valid JSON; moved to {run_dir}/result.json.corrupt and running rope-s1 again" \
+        in fixed.stderr
+    assert (run_dir / "result.json.corrupt").read_text() == "{ truncated"
+    assert json.loads((out / "summary.json").read_text())["rows"] == summary["rows"]
+
+    # The same directory for the other suite is refused before any work.
+    r = run("experiment", "run", "extrapolation", "--quick", "--out", out, "--root", root)
+    assert (r.returncode, r.stderr) == (
+        2, f"posenc: [experiment] {out} holds the 'properties' suite, not 'extrapolation': use another --out\n")
+    # A plan change is refused, naming the field.
+    r = properties(root, out, "--steps", 60)
+    assert r.returncode == 1 and "was written for another configuration" in r.stderr
+
+
+def test_summary_statistics_follow_the_result_files(tmp_path):
+    """Hand-written results: the summary's means, paired t-tests and correlations against plain formulas."""
+    out = tmp_path / "suite"
+    (out / "runs").mkdir(parents=True)
+    (out / "suite.json").write_text('{"suite": "properties"}\n')
+    scores = {"learned": [0.60, 0.62, 0.65], "shaw": [0.55, 0.56, 0.61], "rope": [0.50, 0.53, 0.52],
+              "none": [0.40, 0.41, 0.39]}
+    monotonicity = {"learned": 0.9, "shaw": 0.7, "rope": 0.5, "none": 0.1}
+    for order, (encoding, values) in enumerate(scores.items()):
+        for seed, v in enumerate(values):
+            probe = {"monotonicity": monotonicity[encoding] + 0.01 * seed, "translation_invariance": 0.5,
+                     "symmetry": 0.2}
+            result = {"format": "posenc-properties-run-1", "suite": "properties", "name": f"{encoding}-s{seed}",
+                      "order": order * 3 + seed, "encoding": encoding, "seed": seed,
+                      "stages": [{"stage": "pretrain", "metric": "masked-LM loss", "best_step": 10, "last_step": 20,
+                                  "validation": 2.0, "test": 2.0 + 0.1 * seed, "test_count": 100, "seconds": 1,
+                                  "tokens_per_second": 1},
+                                 {"stage": "lexname", "metric": "accuracy", "best_step": 10, "last_step": 20,
+                                  "validation": v, "test": v, "test_count": 100, "seconds": 1,
+                                  "tokens_per_second": 1}],
+                      "probes": {"table": None, "identical_word_attention": probe}, "config": {}}
+            d = out / "runs" / f"{encoding}-s{seed}"
+            d.mkdir()
+            (d / "result.json").write_text(json.dumps(result))
+    r = run("experiment", "report", out, "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    rows = {row["encoding"]: row for row in summary["rows"]}
+    assert list(rows) == ["learned", "shaw", "rope", "none"]
+    cell = rows["learned"]["scores"][0]
+    assert math.isclose(cell["mean"], 0.62333333333333333, rel_tol=1e-14)
+    assert math.isclose(cell["sd"], math.sqrt(((0.6 - 0.62333333333333333) ** 2 + (0.62 - 0.62333333333333333) ** 2
+                                               + (0.65 - 0.62333333333333333) ** 2) / 2), rel_tol=1e-12)
+    assert math.isclose(rows["learned"]["pretraining"]["mean"], (math.exp(2) + math.exp(2.1) + math.exp(2.2)) / 3,
+                        rel_tol=1e-14)
+    pairs = {(c["a"], c["b"]): c for c in summary["comparisons"]}
+    assert len(pairs) == 6
+    for (a, b), c in pairs.items():
+        d = [x - y for x, y in zip(scores[a], scores[b])]
+        mean = sum(d) / 3
+        sd = math.sqrt(sum((x - mean) ** 2 for x in d) / 2)
+        t = mean / (sd / math.sqrt(3))
+        assert math.isclose(c["t"], t, rel_tol=1e-9)
+        assert math.isclose(c["p"], student_t_two_sided(t, 2), rel_tol=1e-6, abs_tol=1e-10)
+    correlation = next(c for c in summary["correlations"]
+                       if c["property"] == "identical_word_attention.monotonicity")
+    assert correlation["encodings"] == 4 and math.isclose(correlation["spearman"], 1.0, rel_tol=1e-12)
+    x = [monotonicity[e] + 0.01 for e in scores]
+    y = [sum(v) / 3 for v in scores.values()]
+    mx, my = sum(x) / 4, sum(y) / 4
+    pearson = sum((a - mx) * (b - my) for a, b in zip(x, y)) / math.sqrt(
+        sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
+    assert math.isclose(correlation["pearson"], pearson, rel_tol=1e-12)
+    # The text table names every encoding.
+    table = run("experiment", "report", out)
+    assert table.returncode == 0 and all(e in table.stdout for e in scores)
