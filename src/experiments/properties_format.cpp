@@ -2,6 +2,7 @@
 
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
+#include "posenc/kernels/build_info.h"
 
 #ifndef POSENC_VERSION
 #define POSENC_VERSION "unknown"
@@ -73,6 +74,7 @@ std::string result_text(const PropertiesOutcome& o, int64_t order, const json& i
   j["encoding"] = o.encoding;
   j["seed"] = o.seed;
   j["posenc_version"] = POSENC_VERSION;
+  j["git_revision"] = std::string(kernels::git_revision());
   ordered_json stages = ordered_json::array();
   for (const StageOutcome& s : o.stages) {
     // Pretraining's scores are masked-LM losses (perplexity exp(loss)); the tasks', accuracies.

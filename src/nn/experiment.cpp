@@ -10,6 +10,7 @@
 
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
+#include "posenc/kernels/build_info.h"
 
 namespace posenc::nn {
 namespace {
@@ -212,6 +213,7 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
   j["order"] = run.order;
   j["encoding"] = o.encoding;
   j["seed"] = o.seed;
+  j["git_revision"] = std::string(kernels::git_revision());
   j["train_seconds"] = o.train_seconds;
   j["tokens_per_second"] = o.tokens_per_second;
   j["checkpoint_step"] = report.step;

@@ -6,6 +6,7 @@ another suite. Runs --quick on the package tree of test_cli_corpus."""
 
 import json
 import math
+import re
 import shutil
 
 from test_cli_corpus import run, tree  # noqa: F401  (the package-tree fixture)
@@ -44,6 +45,8 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
     assert json.loads((out / "suite.json").read_text()) == {"suite": "properties"}
 
     result = json.loads((out / "runs" / "learned-s0" / "result.json").read_text())
+    # The binary's commit (12 hex digits, "-dirty" with uncommitted changes) and version are recorded.
+    assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", result["git_revision"]) and result["posenc_version"]
     assert [s["stage"] for s in result["stages"]] == ["pretrain", "lexname", "pos", "definition"]
     for stage in result["stages"]:
         # Early stopping: evaluated every 20 steps, the best checkpoint reported, never past the last step.

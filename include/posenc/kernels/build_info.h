@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace posenc::kernels {
 
@@ -19,5 +20,9 @@ KernelBuild kernel_build() noexcept;
 
 // Cores in this process's affinity mask (>= 1).
 int64_t available_cores() noexcept;
+
+// The commit the build came from, 12 hex digits, "-dirty" with uncommitted
+// changes to tracked files, "unknown" outside a git checkout (refreshed at every build).
+std::string_view git_revision() noexcept;
 
 }  // namespace posenc::kernels
