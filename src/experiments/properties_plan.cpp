@@ -3,6 +3,7 @@
 
 #include "posenc/error.h"
 #include "posenc/experiments/properties.h"
+#include "posenc/nn/experiment.h"
 
 namespace posenc::experiments {
 
@@ -35,21 +36,15 @@ PropertiesPlan properties_plan(bool quick) {
     p.probe_words = 16;
   } else {
     // Wang et al.'s absolute and relative families, their combinations, and every other 1-D family.
-    p.encodings = {"none",
-                   "sinusoidal",
-                   "learned",
-                   "learnable-sinusoidal",
-                   "shaw",
-                   "shaw-sinusoidal",
-                   "shaw-learnable-sinusoidal",
-                   "t5",
-                   "rope",
-                   "alibi",
-                   "xl",
-                   "rope-xpos",
-                   "learned+shaw",
-                   "learned+shaw-learnable-sinusoidal",
-                   "learnable-sinusoidal+shaw-learnable-sinusoidal"};
+    pre.layers = 2, pre.dim = 64, pre.heads = 4, pre.seq_len = 128, pre.max_positions = 128;
+    p.encodings = nn::with_every_family({"none", "sinusoidal", "learned", "learnable-sinusoidal", "shaw",
+                                         "shaw-sinusoidal", "shaw-learnable-sinusoidal", "t5", "rope", "alibi"},
+                                        pre);
+    // Wang et al.'s combinations of an absolute and a relative encoding.
+    for (const char* combination : {"learned+shaw", "learned+shaw-learnable-sinusoidal",
+                                    "learnable-sinusoidal+shaw-learnable-sinusoidal"}) {
+      p.encodings.push_back(combination);
+    }
     p.seeds = 5;
     pre.layers = fine.layers = 2;
     pre.dim = fine.dim = 64;

@@ -101,6 +101,28 @@ json read_json(const fs::path& path) {
 
 }  // namespace
 
+std::vector<std::string> with_every_family(std::vector<std::string> listed, const TrainConfig& model,
+                                           const std::vector<std::string>& skipped) {
+  for (const EncodingInfo& info : encoding_catalog()) {
+    if (std::find(listed.begin(), listed.end(), info.name) != listed.end()) continue;
+    if (std::find(skipped.begin(), skipped.end(), info.name) != skipped.end()) continue;
+    TrainConfig c = model;
+    c.encoding = info.name;
+    EncodingConfig& e = c.encoding_config;
+    e.dim = c.dim;
+    e.num_heads = c.heads;
+    e.max_positions = c.max_positions > 0 ? c.max_positions : c.seq_len;
+    e.causal = c.task == "text" || c.task == "lookback" || c.task == "copy";
+    try {
+      validate_encoding(parse_encoding(info.name), e);
+    } catch (const std::exception&) {
+      continue;  // a family this model cannot take (e.g. one that needs a causal model)
+    }
+    listed.push_back(info.name);
+  }
+  return listed;
+}
+
 ExtrapolationPlan extrapolation_plan(bool quick) {
   ExtrapolationPlan p;
   TrainConfig& c = p.train;
@@ -117,7 +139,10 @@ ExtrapolationPlan extrapolation_plan(bool quick) {
     c.layers = 1, c.dim = 32, c.heads = 2, c.seq_len = 32, c.batch = 8, c.steps = 20, c.warmup = 5;
     c.lr = 3e-3, c.checkpoint_every = 10, c.log_every = 10;
   } else {
-    p.encodings = {"none", "sinusoidal", "learned", "rope", "rope-xpos", "alibi", "t5", "shaw", "xl"};
+    // The list, then every family added since (Wang et al.'s variants are the properties suite's).
+    c.layers = 2, c.dim = 128, c.heads = 4, c.seq_len = 128;
+    p.encodings = with_every_family({"none", "sinusoidal", "learned", "rope", "rope-xpos", "alibi", "t5", "shaw", "xl"},
+                                    c, {"learnable-sinusoidal", "shaw-sinusoidal", "shaw-learnable-sinusoidal"});
     p.seeds = 3;
     p.lengths = {128, 256, 512, 1024, 2048};
     p.eval_batches = 8;

@@ -32,6 +32,13 @@ struct ExtrapolationPlan {
   std::vector<std::string> rope_extensions;
 };
 
+// `listed` (in its order), then every other family of the registry's catalog
+// that `model` can take (validate_encoding with its sizes and model kind) and
+// `skipped` does not name, in catalog order: a suite's default covers the
+// families added after it was written.
+std::vector<std::string> with_every_family(std::vector<std::string> listed, const TrainConfig& model,
+                                           const std::vector<std::string>& skipped = {});
+
 // The suite's defaults (docs/experiments.md): quick is the whole pipeline in
 // minutes (one seed, a tiny model, two lengths) for tests and smoke runs.
 ExtrapolationPlan extrapolation_plan(bool quick);
