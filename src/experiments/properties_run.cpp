@@ -32,20 +32,18 @@ struct SplitScore {
   int64_t count = 0;
 };
 
-// A checkpoint's mean loss and accuracy on `split`: a labelled set's rows in
-// order (the first ceil(rows / batch) batches when rows > 0, else all), or
-// `batches` masked-LM batches.
+// A checkpoint's mean loss and accuracy on `split`: a labelled set's rows
+// (an evenly spread sample of `rows` when rows > 0: the splits are in source
+// order, so their first rows are one part of speech), or `batches` masked-LM batches.
 SplitScore score_checkpoint(const fs::path& checkpoint, const std::string& split, int64_t rows, int64_t batches) {
   nn::LoadedRun loaded;
   nn::TaskModel model = nn::load_task_model(checkpoint, &loaded);
   const nn::TrainConfig& c = loaded.config;
   nn::TaskOptions options = c.task_options;
   options.eval_split = split;
+  options.eval_rows = rows;
   const nn::Task task = nn::Task::parse(c.task, options);
-  if (task.eval_examples() > 0) {
-    const int64_t wanted = rows > 0 ? std::min(rows, task.eval_examples()) : task.eval_examples();
-    batches = (wanted + c.batch - 1) / c.batch;
-  }
+  if (task.eval_examples() > 0) batches = (task.eval_examples() + c.batch - 1) / c.batch;
   torch::NoGradGuard no_grad;
   SplitScore s;
   double loss = 0;

@@ -241,6 +241,7 @@ Task::Task(TaskKind kind, TaskOptions options) : kind_(kind), options_(options) 
             name(), "', got none");
     require(options_.eval_split == "validation" || options_.eval_split == "test", kOp,
             "eval_split must be 'validation' or 'test', got '", options_.eval_split, "'");
+    require(options_.eval_rows >= 0, kOp, "eval_rows must be >= 0 (0: every row), got ", options_.eval_rows);
     labelled_ = LabelledData::load(options_.data);
     const char* wanted = kind_ == TaskKind::kTextClassify ? "classification" : "span";
     require(labelled_->kind == wanted, kOp, "'", name(), "' needs a ", wanted, " task directory, ", options_.data,
@@ -303,7 +304,11 @@ const std::vector<std::string>& Task::class_names() const {
   return kind_ == TaskKind::kTextClassify ? labelled_->classes : kNone;
 }
 
-int64_t Task::eval_examples() const noexcept { return labelled_ ? labelled_->split(options_.eval_split).rows : 0; }
+int64_t Task::eval_examples() const noexcept {
+  if (!labelled_) return 0;
+  const int64_t rows = labelled_->split(options_.eval_split).rows;
+  return options_.eval_rows > 0 ? std::min(rows, options_.eval_rows) : rows;
+}
 
 std::string_view Task::metric() const noexcept {
   switch (kind_) {
@@ -474,10 +479,11 @@ Batch Task::labelled_batch(uint64_t seed, DataStream stream, int64_t index, int6
   if (stream == DataStream::kTrain) {
     for (int64_t r = 0; r < B; ++r) rows.push_back(RowRandom(seed, stream, index, r).below(part.rows));
   } else {
-    const int64_t first = index * B;
-    require(first < part.rows, kOp, "eval batch ", index, " of ", B, " rows starts past the ", part.rows, " rows of the ",
-            split, " split of ", options_.data);
-    for (int64_t r = first; r < std::min(part.rows, first + B); ++r) rows.push_back(r);
+    const int64_t n = eval_examples(), first = index * B;
+    require(first < n, kOp, "eval batch ", index, " of ", B, " rows starts past the ", n, " rows of the ", split,
+            " split of ", options_.data);
+    // The sample k of n rows is row floor(k N / n): spread over the whole split, which is in source order.
+    for (int64_t k = first; k < std::min(n, first + B); ++k) rows.push_back(k * part.rows / n);
   }
   const auto count = static_cast<int64_t>(rows.size());
   std::vector<int64_t> tokens, labels;

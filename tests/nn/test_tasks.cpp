@@ -463,6 +463,13 @@ TEST(LabelledTasks, EvaluationReadsEveryRowOnceAndTrainingSamplesRows) {
     }
   }
   EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}));
+  // A sample of 3 of the 7 rows is spread over the split: rows floor(k 7 / 3) = 0, 2, 4.
+  const Task sampled = Task::parse("text-classify", {.vocab_size = 0, .data = (dir / "tasks/cls").string(),
+                                                     .eval_rows = 3});
+  EXPECT_EQ(sampled.eval_examples(), 3);
+  const Batch sample = sampled.batch(0, DataStream::kEval, 0, 8, 8);
+  ASSERT_EQ(sample.tokens.size(0), 3);
+  for (int64_t r = 0; r < 3; ++r) EXPECT_EQ(row_of(sample.tokens, r)[1] - 101, 2 * r);
   expect_error([&] { cls.batch(0, DataStream::kEval, 3, 3, 8); },
                "[task] eval batch 3 of 3 rows starts past the 7 rows of the validation split of " +
                    (dir / "tasks/cls").string());

@@ -65,6 +65,9 @@ struct TaskOptions {
   std::string data = {};                   // text, mlm: the directory of posenc corpus --out;
                                            // text-classify, text-span: its tasks/NAME directory
   std::string eval_split = "validation";   // text: the split evaluation reads, "validation" or "test"
+  // text-classify, text-span: evaluate an evenly spread sample of this many rows of the eval split
+  // (row floor(k N / n) for k < n), not all N; 0: every row. Not part of a run's training.
+  int64_t eval_rows = 0;
 };
 
 // The vocabulary of a text data directory (its corpus.json); throws as Task does.
@@ -124,8 +127,9 @@ class Task {
   // Classes of the classification head: order 2, text-classify the set's; 0 for the others.
   int64_t num_classes() const noexcept;
   const std::vector<std::string>& class_names() const;  // text-classify; empty otherwise
-  // Rows of the eval split of a labelled set (evaluation covers each once, in
-  // order: batch i of DataStream::kEval holds rows [i B, min(N, (i+1) B))); 0 for generated data.
+  // Rows of the eval split of a labelled set that evaluation covers, each once, in
+  // order: batch i of DataStream::kEval holds rows [i B, min(n, (i+1) B)) of the
+  // split, or of its eval_rows sample; 0 for generated data.
   int64_t eval_examples() const noexcept;
 
   // Throws "[task] seq_len must be >= 7 for 'span', got 4" and "[task] batch_size must be >= 1, got 0".
