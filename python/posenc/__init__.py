@@ -64,6 +64,7 @@ from .attention_bias import (  # noqa: E402
     alibi_bias,
     alibi_bias_2d,
     alibi_slopes,
+    kerple_offset_bias,
     t5_bias,
     t5_bias_2d,
     t5_bucket,

@@ -1,4 +1,4 @@
-"""Attention biases added to the logits: ALiBi and T5, in 1D and on image grids.
+"""Attention biases added to the logits: ALiBi and T5, in 1D and on image grids; KERPLE offset rows.
 
 Conventions:
 
@@ -25,6 +25,7 @@ __all__ = [
     "alibi_bias",
     "alibi_bias_2d",
     "alibi_slopes",
+    "kerple_offset_bias",
     "t5_bias",
     "t5_bias_2d",
     "t5_bucket",
@@ -66,3 +67,10 @@ def t5_bias(table, q_len, k_len, *, bidirectional=True, max_distance=128):
 def t5_bias_2d(table_h, table_w, height, width, *, bidirectional=True, max_distance=128):
     """2D T5 bias [H, HW, HW] = table_h[bucket(y'-y), h] + table_w[bucket(x'-x), h]; differentiable."""
     return _ops.t5_bias_2d(table_h, table_w, height, width, bidirectional, max_distance)
+
+
+def kerple_offset_bias(r1, r2, q_len, k_len, *, kind="log"):
+    """KERPLE offset rows [H, q_len + k_len - 1] (Chi et al. 2022), element d + k_len - 1 for d = j - i':
+    kind "log" -r1_h log(1 + r2_h |d|), "power" -r1_h |d|^r2_h (r2 <= 2), from r1, r2 [H] > 0; no columns when a
+    length is 0. Differentiable wrt r1 and r2 (first derivatives)."""
+    return _ops.kerple_offset_bias(r1, r2, q_len, k_len, kind)

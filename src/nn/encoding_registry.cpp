@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "posenc/nn/attention_biases.h"
+#include "posenc/nn/kerple_bias.h"
 #include "posenc/nn/learnable_sinusoidal_encoding.h"
 #include "posenc/nn/learned_encoding.h"
 #include "posenc/nn/relative_encodings.h"
@@ -64,6 +65,14 @@ std::vector<EncodingInfo> build_catalog() {
        {{"t5_num_buckets", num(d.t5_num_buckets) + " (buckets; bidirectional in the encoder, causal in the decoder)"},
         {"t5_max_distance", num(d.t5_max_distance) + " (offsets beyond share the last bucket)"},
         init}},
+      {"kerple", "logit bias",
+       "learned logarithmic kernel -r1_h log(1 + r2_h |i - j|), r1, r2 > 0 per head from U(0, 2), U(0, 1) and kept "
+       ">= 0.01 (the authors' code), causal in the decoder (Chi et al. 2022, KERPLE)",
+       {}},
+      {"kerple-power", "logit bias",
+       "learned power kernel -r1_h |i - j|^r2_h per head, r1 from U(0, 2) kept >= 0.01, r2 from U(0, 1) kept in "
+       "[0.01, 2], causal in the decoder (Chi et al. 2022, KERPLE)",
+       {}},
       {"shaw", "relative vectors",
        "learned key and value vectors per clipped offset, one table shared by the heads (Shaw et al. 2018)",
        {clip, init}},
@@ -189,6 +198,10 @@ AttentionEncodings make_attention_encodings(const EncodingPlan& plan, const Enco
                             .max_distance(config.t5_max_distance)
                             .bidirectional(!config.causal)
                             .init_std(config.init_std));
+    } else if (part == "kerple" || part == "kerple-power") {
+      out.bias = KerpleBias(KerpleBiasOptions(heads)
+                                .kind(part == "kerple" ? kernels::KerpleKind::kLog : kernels::KerpleKind::kPower)
+                                .causal(config.causal));
     } else if (part == "shaw") {
       out.relative = ShawRelative(
           ShawRelativeOptions(config.max_distance, head_dim).num_heads(0).values(true).init_std(config.init_std));

@@ -11,6 +11,7 @@
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/kernels/alibi.h"
+#include "posenc/kernels/kerple.h"
 #include "posenc/kernels/rope.h"
 #include "posenc/kernels/rope_axes.h"
 #include "posenc/kernels/t5.h"
@@ -195,6 +196,20 @@ analysis::Matrix t5_matrix(const Settings& s, uint64_t seed) {
   return mean_over_heads(bias, s.heads, s.positions);
 }
 
+// KERPLE at r1 = 1, r2 = 0.5, the means of the authors' U(0, 2), U(0, 1)
+// initialisation: one head (every head alike), offset rows read at j - i + N - 1.
+analysis::Matrix kerple_matrix(const Settings& s, kernels::KerpleKind kind) {
+  const kernels::KerpleParams p{kind, 1, s.positions, s.positions};
+  const double r1 = 1.0, r2 = 0.5;
+  std::vector<double> rows(static_cast<size_t>(kernels::kerple_columns(p)));
+  kernels::kerple_offset_bias(p, &r1, &r2, rows.data(), kOp);
+  analysis::Matrix m(s.positions, s.positions);
+  for (int64_t i = 0; i < s.positions; ++i) {
+    for (int64_t j = 0; j < s.positions; ++j) m(i, j) = rows[static_cast<size_t>(j - i + s.positions - 1)];
+  }
+  return m;
+}
+
 // S[i, j] = Q_i . K_j, Q and K the cos/sin tables [N, D] of xPos's queries
 // (zeta^(+p/scale_base)) and keys (zeta^(-p/scale_base)): a pair's terms sum to
 // zeta^((i - j)/scale_base) cos((i - j) omega).
@@ -366,6 +381,20 @@ Report build_report(const ReportOptions& options, const std::function<void(const
                    {"init", "N(0, 0.02^2)"}, {"seed", s.seed + kT5Stream}};
     return b.matrix_section(std::move(sec), t5_matrix(s, s.seed + kT5Stream));
   });
+  for (const auto kind : {kernels::KerpleKind::kLog, kernels::KerpleKind::kPower}) {
+    const bool power = kind == kernels::KerpleKind::kPower;
+    const std::string name = power ? "kerple-power" : "kerple";
+    jobs.emplace_back(name, [&, kind, power, name] {
+      Section sec = b.start(name, SectionGroup::kAttentionBias);
+      sec.description = std::string(power ? "head h adds -r1_h |i - j|^r2_h, r2 in (0, 2]"
+                                          : "head h adds -r1_h log(1 + r2_h |i - j|)") +
+                        " to the logits, r1, r2 > 0 learned per head (Chi et al. 2022, KERPLE)";
+      sec.matrix_label = "KERPLE bias at r1 = 1, r2 = 0.5";
+      sec.untrained = true;
+      sec.details = {{"r1", 1.0}, {"r2", 0.5}, {"init", "the means of U(0, 2) and U(0, 1)"}, {"bidirectional", true}};
+      return b.matrix_section(std::move(sec), kerple_matrix(s, kind));
+    });
+  }
   for (const RelativeFamily& family : kRelativeFamilies) {
     jobs.emplace_back(family.name, [&, family] {
       Section sec = b.start(family.name, SectionGroup::kRelativeVectors);

@@ -20,11 +20,12 @@ namespace {
 
 // The names, in the documented order.
 const std::vector<std::string> kNames{"none",  "sinusoidal", "learned", "learnable-sinusoidal",
-                                      "rope",  "rope-xpos",  "alibi",   "t5",
+                                      "rope",  "rope-xpos",  "alibi",   "t5", "kerple", "kerple-power",
                                       "shaw",  "shaw-sinusoidal", "shaw-learnable-sinusoidal", "xl"};
 
 const std::string kKnown =
-    "none, sinusoidal, learned, learnable-sinusoidal, rope, rope-xpos, alibi, t5, shaw, shaw-sinusoidal, "
+    "none, sinusoidal, learned, learnable-sinusoidal, rope, rope-xpos, alibi, t5, kerple, kerple-power, shaw, "
+    "shaw-sinusoidal, "
     "shaw-learnable-sinusoidal, xl";
 
 // What each name builds: the modules' names() at (input, rotary, bias, relative), "" for none.
@@ -52,6 +53,8 @@ TEST(EncodingRegistry, CatalogListsEveryNameWithItsPointAndDefaults) {
       {"rope-xpos", "query/key"},
       {"alibi", "logit bias"},
       {"t5", "logit bias"},
+      {"kerple", "logit bias"},
+      {"kerple-power", "logit bias"},
       {"shaw", "relative vectors"},
       {"shaw-sinusoidal", "relative vectors"},
       {"shaw-learnable-sinusoidal", "relative vectors"},
@@ -108,6 +111,8 @@ TEST(EncodingRegistry, EveryNameParsesAndBuildsItsPoint) {
       {"rope-xpos", {"", "RotaryEmbedding", "", ""}},
       {"alibi", {"", "", "AlibiBias", ""}},
       {"t5", {"", "", "T5Bias", ""}},
+      {"kerple", {"", "", "KerpleBias", ""}},
+      {"kerple-power", {"", "", "KerpleBias", ""}},
       {"shaw", {"", "", "", "ShawRelative"}},
       {"shaw-sinusoidal", {"", "", "", "SinusoidalRelative"}},
       {"shaw-learnable-sinusoidal", {"", "", "", "SinusoidalRelative"}},

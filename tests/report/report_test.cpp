@@ -41,8 +41,8 @@ TEST(Report, QuickHasEveryFamilyInOrder) {
   for (const Section& s : quick_report().sections) names.push_back(s.name);
   const std::vector<std::string> expected = {
       "sinusoidal", "index", "normalized", "binary", "signed-binary", "sine-binary", "sine-only", "learned",
-      "sinusoidal-2d", "sinusoidal-3d", "rope", "rope-axial-2d", "rope-xpos", "alibi", "t5", "shaw",
-      "sinusoidal-relative", "xl", "2d-relative"};
+      "sinusoidal-2d", "sinusoidal-3d", "rope", "rope-axial-2d", "rope-xpos", "alibi", "t5", "kerple",
+      "kerple-power", "shaw", "sinusoidal-relative", "xl", "2d-relative"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(quick_report().positions, 64);
   for (const Section& s : quick_report().sections) {

@@ -2,7 +2,7 @@
 //
 //   none, sinusoidal, learned, learnable-sinusoidal       input point
 //   rope, rope-xpos                                       query/key point
-//   alibi, t5                                             logit bias
+//   alibi, t5, kerple, kerple-power                       logit bias
 //   shaw, shaw-sinusoidal, shaw-learnable-sinusoidal, xl  relative vectors
 //   A+B (e.g. learned+shaw, sinusoidal+rope)              one name per point at most
 // Every name has documented defaults (EncodingInfo::parameters) taken from

@@ -15,7 +15,9 @@
 //   attention biases  alibi (8 heads), t5 (32 buckets, 8 heads, its seeded
 //                     N(0, 0.02) table, untrained): S = the bidirectional bias
 //                     averaged over heads; similarity and decay pictures,
-//                     indicators, monotone range (table metrics n/a)
+//                     indicators, monotone range (table metrics n/a);
+//                     kerple and kerple-power at r1 = 1, r2 = 0.5 (the means
+//                     of the authors' initialisation), one head
 //   relative vectors  shaw, sinusoidal-relative, xl, 2d-relative: the
 //                     identical-word attention of a fresh seeded one-layer
 //                     attention (needs the torch layer; skipped by --quick)

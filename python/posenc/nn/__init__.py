@@ -7,7 +7,7 @@ initialisations, error messages); docs/python_modules.md documents them.
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
                      LearnableSinusoidalEncoding
     query/key        RotaryEmbedding, RotaryEmbeddingAxial, MultimodalRotaryEmbedding
-    logit bias       AlibiBias, T5Bias, AlibiBias2d, T5Bias2d
+    logit bias       AlibiBias, T5Bias, AlibiBias2d, T5Bias2d, KerpleBias
     relative vectors ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d
     attention        MultiheadAttention
 """
@@ -22,7 +22,7 @@ from .absolute import (
     SinusoidalEncoding3d,
 )
 from .attention import MultiheadAttention
-from .bias import AlibiBias, AlibiBias2d, T5Bias, T5Bias2d
+from .bias import AlibiBias, AlibiBias2d, KerpleBias, T5Bias, T5Bias2d
 from .registry import ENCODINGS, parse_encoding
 from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
 from .rotary import MultimodalRotaryEmbedding, RotaryEmbedding, RotaryEmbeddingAxial
@@ -31,6 +31,7 @@ __all__ = [
     "ENCODINGS",
     "AlibiBias",
     "AlibiBias2d",
+    "KerpleBias",
     "LearnableSinusoidalEncoding",
     "LearnedEncoding",
     "MultiheadAttention",

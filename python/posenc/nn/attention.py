@@ -20,7 +20,7 @@ from torch import nn
 import posenc
 
 from ._common import choice, fail, integer
-from .bias import AlibiBias, AlibiBias2d, T5Bias, T5Bias2d
+from .bias import AlibiBias, AlibiBias2d, KerpleBias, T5Bias, T5Bias2d
 from .registry import make_encodings
 from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
 from .rotary import RotaryEmbedding
@@ -30,7 +30,7 @@ __all__ = ["MultiheadAttention"]
 _NAME = "MultiheadAttention"
 _POINTS = (
     ("rotary", "query/key", (RotaryEmbedding,)),
-    ("bias", "logit bias", (AlibiBias, T5Bias, AlibiBias2d, T5Bias2d)),
+    ("bias", "logit bias", (AlibiBias, T5Bias, AlibiBias2d, T5Bias2d, KerpleBias)),
     ("relative", "relative vectors", (ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d)),
 )
 

@@ -4,6 +4,7 @@
     T5Bias        T5 (Raffel et al. 2020): table[bucket(j - i'), h], table [num_buckets, H]
     AlibiBias2d   ALiBi on an image grid: -m_h dist((y, x), (y', x'))
     T5Bias2d      T5 buckets of the row and of the column offset, one table each
+    KerpleBias    KERPLE (Chi et al. 2022): -r1_h log(1 + r2_h |i' - j|) or -r1_h |i' - j|^r2_h, learned r1, r2
 
 The queries are the last q_len of the k_len keys (i' = i + k_len - q_len). Each module has
 forward(q_len, k_len) -> the dense bias [H, q_len, k_len], and attention_kwargs(q_len, k_len) -> the
@@ -22,7 +23,7 @@ import posenc
 
 from ._common import as_int, checked_std, choice, fail, integer
 
-__all__ = ["AlibiBias", "AlibiBias2d", "T5Bias", "T5Bias2d"]
+__all__ = ["AlibiBias", "AlibiBias2d", "KerpleBias", "T5Bias", "T5Bias2d"]
 
 
 def _heads(name, num_heads):
@@ -235,3 +236,84 @@ class T5Bias2d(nn.Module):
     def extra_repr(self):
         return f"num_heads={self.num_heads}, height={self.height}, width={self.width}, " \
                f"num_buckets={self.num_buckets}, max_distance={self.max_distance}, bidirectional={self.bidirectional}"
+
+
+class KerpleBias(nn.Module):
+    """KERPLE (Chi et al. 2022): bias[h, i, j] = -r1_h log(1 + r2_h |i' - j|) (kind "log") or -r1_h |i' - j|^r2_h
+    (kind "power", r2 <= 2), -inf where j > i' when causal. Parameters r1, r2 [num_heads]: the authors' draws
+    U(0, 2) and U(0, 1) unless r1 / r2 give every head's initial value, projected before each use onto
+    [eps, inf) (power: r2 onto [eps, 2]) in place, as the authors' code does (C++: include/posenc/nn/kerple_bias.h).
+    """
+
+    def __init__(self, num_heads, *, kind="log", causal=False, r1=None, r2=None, eps=0.01):
+        super().__init__()
+        name = "KerpleBias"
+        self.num_heads = _heads(name, num_heads)
+        self.kind = choice(name, "kind", kind, ("log", "power"))
+        self.causal = bool(causal)
+        self.eps = float(eps)
+        if not 0 < self.eps <= 1:
+            fail(name, f"eps must be in (0, 1], got {eps:g}")
+        if r1 is not None and not (math.isfinite(r1) and r1 > 0):
+            fail(name, f"r1 must be > 0, got {r1:g}")
+        if r2 is not None:
+            if self.kind == "power" and not 0 < r2 <= 2:
+                fail(name, f"r2 must be in (0, 2], got {r2:g}")
+            if not (math.isfinite(r2) and r2 > 0):
+                fail(name, f"r2 must be > 0, got {r2:g}")
+        self.r1_init, self.r2_init = r1, r2
+        self.r1 = nn.Parameter(torch.empty(self.num_heads))
+        self.r2 = nn.Parameter(torch.empty(self.num_heads))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with torch.no_grad():
+            self.r1.fill_(self.r1_init) if self.r1_init is not None else self.r1.uniform_(0.0, 2.0)
+            self.r2.fill_(self.r2_init) if self.r2_init is not None else self.r2.uniform_(0.0, 1.0)
+        self.project()
+
+    def project(self):
+        """Clamps r1, r2 into range in place; leaves them (and their version) alone when they are in range."""
+        r2_max = 2.0 if self.kind == "power" else math.inf
+        with torch.no_grad():
+            if bool((self.r1 < self.eps).any()):
+                self.r1.clamp_(min=self.eps)
+            if bool((self.r2 < self.eps).any()) or bool((self.r2 > r2_max).any()):
+                self.r2.clamp_(min=self.eps, max=r2_max)
+
+    def _table_dtype(self):
+        return self.r1.dtype
+
+    def offset_rows(self, q_len, k_len, dtype=None):
+        """[H, q_len + k_len - 1]: the bias of offset d = j - i' at column d + k_len - 1."""
+        self.project()
+        dtype = _dtype(self, dtype)
+        return posenc.kerple_offset_bias(self.r1.to(dtype), self.r2.to(dtype), q_len, k_len, kind=self.kind)
+
+    def _dense(self, q_len, k_len, dtype=None):
+        """The rows read at j - i' + k_len - 1 = j - i + q_len - 1: [H, q_len, k_len], and those columns."""
+        column = torch.arange(k_len).unsqueeze(0) - torch.arange(q_len).unsqueeze(1) + (q_len - 1)
+        if q_len == 0 or k_len == 0:
+            return torch.zeros(self.num_heads, q_len, k_len, dtype=_dtype(self, dtype)), column
+        return self.offset_rows(q_len, k_len, dtype)[:, column], column
+
+    def forward(self, q_len, k_len):
+        q_len, k_len = operator.index(q_len), operator.index(k_len)
+        if self.causal and q_len > k_len:
+            fail("KerpleBias", f"causal attention needs every query to see a key: q_len must be <= k_len, got "
+                               f"{q_len} and {k_len}")
+        bias, column = self._dense(q_len, k_len)
+        if self.causal:
+            bias = bias.masked_fill(column > k_len - 1, -math.inf)
+        return bias
+
+    def attention_kwargs(self, q_len, k_len, *, dtype=None):
+        """{"bias": [H, q_len, k_len] (, "causal": True)}: posenc.attention has no offset-row keyword yet, so the
+        rows travel as a dense bias here (the C++ MultiheadAttention hands the fused kernel the rows alone)."""
+        kwargs = {"bias": self._dense(operator.index(q_len), operator.index(k_len), dtype)[0]}
+        if self.causal:
+            kwargs["causal"] = True
+        return kwargs
+
+    def extra_repr(self):
+        return f"num_heads={self.num_heads}, kind={self.kind}, causal={self.causal}"

@@ -7,7 +7,7 @@ test test_nn_attention.py::test_registry_matches_cli compares names, points and 
 """
 
 from ._common import fail
-from .bias import AlibiBias, T5Bias
+from .bias import AlibiBias, KerpleBias, T5Bias
 from .relative import ShawRelative, SinusoidalRelative, TransformerXLRelative
 from .rotary import RotaryEmbedding
 
@@ -31,6 +31,8 @@ ENCODINGS = {
     "t5": ("logit bias", lambda h, dh, causal: T5Bias(h, num_buckets=_D["t5_num_buckets"],
                                                       max_distance=_D["t5_max_distance"], bidirectional=not causal,
                                                       init_std=_D["init_std"])),
+    "kerple": ("logit bias", lambda h, dh, causal: KerpleBias(h, kind="log", causal=causal)),
+    "kerple-power": ("logit bias", lambda h, dh, causal: KerpleBias(h, kind="power", causal=causal)),
     "shaw": ("relative vectors", lambda h, dh, causal: ShawRelative(_D["max_distance"], dh, num_heads=0, values=True,
                                                                     init_std=_D["init_std"])),
     "shaw-sinusoidal": ("relative vectors", lambda h, dh, causal: SinusoidalRelative(
