@@ -40,6 +40,10 @@ std::vector<EncodingInfo> build_catalog() {
       "max_distance", num(d.max_distance) + " (K: offsets clipped to [-K, K])"};
   return {
       {"none", "none", "no position information: attention sees a bag of tokens", {}},
+      {"nope", "none",
+       "no positional encoding in a causal decoder, where the mask alone carries position (Kazemnejad et al. 2023); "
+       "decoders only",
+       {}},
       {"sinusoidal", "input",
        "fixed sinusoids added to the token embeddings, interleaved (sin, cos) (Vaswani et al. 2017)",
        {{"base", num(d.base) + " (frequencies base^(-2i/dim))"}}},
@@ -134,7 +138,7 @@ EncodingPlan parse_encoding(std::string_view name) {
   }
   if (infos.size() > 1) {
     for (const EncodingInfo* info : infos) {
-      TORCH_CHECK_VALUE(info->name != "none", "[", kOp, "] 'none' cannot be combined, got '", name, "'");
+      TORCH_CHECK_VALUE(info->point != "none", "[", kOp, "] '", info->name, "' cannot be combined, got '", name, "'");
     }
   }
   for (size_t a = 0; a < infos.size(); ++a) {
@@ -156,6 +160,10 @@ void validate_encoding(const EncodingPlan& plan, const EncodingConfig& config) {
   TORCH_CHECK_VALUE(config.dim % config.num_heads == 0, "[", kOp, "] dim must be divisible by num_heads, got dim ",
                     config.dim, " and num_heads ", config.num_heads);
   const int64_t head_dim = config.dim / config.num_heads;
+  // Without a causal mask nothing tells positions apart: that baseline is 'none'.
+  TORCH_CHECK_VALUE(!has(plan, "nope") || config.causal, "[", kOp,
+                    "] nope needs a causal model (a decoder): an encoder sees a bag of tokens; use 'none' for that "
+                    "baseline");
   for (const std::string& part : plan.parts) {
     // Sinusoids and rotations work on (sin, cos) pairs of channels.
     if (part == "rope" || part == "rope-xpos" || part == "shaw-sinusoidal" || part == "shaw-learnable-sinusoidal") {

@@ -19,12 +19,12 @@ namespace posenc::nn::test {
 namespace {
 
 // The names, in the documented order.
-const std::vector<std::string> kNames{"none",  "sinusoidal", "learned", "learnable-sinusoidal",
+const std::vector<std::string> kNames{"none",  "nope", "sinusoidal", "learned", "learnable-sinusoidal",
                                       "rope",  "rope-xpos",  "alibi",   "t5", "kerple", "kerple-power",
                                       "shaw",  "shaw-sinusoidal", "shaw-learnable-sinusoidal", "xl"};
 
 const std::string kKnown =
-    "none, sinusoidal, learned, learnable-sinusoidal, rope, rope-xpos, alibi, t5, kerple, kerple-power, shaw, "
+    "none, nope, sinusoidal, learned, learnable-sinusoidal, rope, rope-xpos, alibi, t5, kerple, kerple-power, shaw, "
     "shaw-sinusoidal, "
     "shaw-learnable-sinusoidal, xl";
 
@@ -46,6 +46,7 @@ TEST(EncodingRegistry, CatalogListsEveryNameWithItsPointAndDefaults) {
   ASSERT_EQ(catalog.size(), kNames.size());
   const std::map<std::string, std::string> points{
       {"none", "none"},
+      {"nope", "none"},
       {"sinusoidal", "input"},
       {"learned", "input"},
       {"learnable-sinusoidal", "input"},
@@ -104,6 +105,7 @@ TEST(EncodingRegistry, CatalogListsEveryNameWithItsPointAndDefaults) {
 TEST(EncodingRegistry, EveryNameParsesAndBuildsItsPoint) {
   const std::map<std::string, Built> want{
       {"none", {}},
+      {"nope", {}},
       {"sinusoidal", {"SinusoidalEncoding", "", "", ""}},
       {"learned", {"LearnedEncoding", "", "", ""}},
       {"learnable-sinusoidal", {"LearnableSinusoidalEncoding", "", "", ""}},
@@ -122,7 +124,9 @@ TEST(EncodingRegistry, EveryNameParsesAndBuildsItsPoint) {
     const EncodingPlan plan = parse_encoding(name);
     EXPECT_EQ(plan.name, name);
     EXPECT_EQ(plan.parts, std::vector<std::string>{name});
-    const Built b = built(name);
+    EncodingConfig config;
+    config.causal = name == "nope";  // a decoder's: an encoder refuses it (ValidateErrors)
+    const Built b = built(name, config);
     const Built& w = want.at(name);
     EXPECT_EQ(b.input, w.input);
     EXPECT_EQ(b.rotary, w.rotary);
@@ -255,6 +259,15 @@ TEST(EncodingRegistry, ValidateErrors) {
   c.num_heads = 4;
   expect_value_error([&] { validate_encoding(parse_encoding("none"), c); },
                      "[encoding] dim must be divisible by num_heads, got dim 10 and num_heads 4");
+  {
+    EncodingConfig encoder;  // causal false
+    expect_value_error([&] { make_attention_encodings(parse_encoding("nope"), encoder); },
+                       "[encoding] nope needs a causal model (a decoder): an encoder sees a bag of tokens; use 'none' "
+                       "for that baseline");
+    encoder.causal = true;
+    EXPECT_FALSE(make_attention_encodings(parse_encoding("nope"), encoder).bias);
+    expect_value_error([] { parse_encoding("nope+rope"); }, "[encoding] 'nope' cannot be combined, got 'nope+rope'");
+  }
   c.dim = 20;  // head_dim 5
   expect_value_error([&] { validate_encoding(parse_encoding("learned+rope"), c); },
                      "[encoding] rope needs an even head_dim, got 5");

@@ -1,6 +1,7 @@
 // Encodings by name, for models, `posenc train` and `posenc encodings`.
 //
-//   none, sinusoidal, learned, learnable-sinusoidal       input point
+//   none, nope (causal decoders only)                    no encoding
+//   sinusoidal, learned, learnable-sinusoidal             input point
 //   rope, rope-xpos                                       query/key point
 //   alibi, t5, kerple, kerple-power                       logit bias
 //   shaw, shaw-sinusoidal, shaw-learnable-sinusoidal, xl  relative vectors
@@ -59,11 +60,13 @@ struct EncodingPlan {
 // Throws c10::ValueError:
 //   "[encoding] unknown encoding 'foo'; known: none, sinusoidal, ..., xl (combine with '+')"
 //   "[encoding] 'alibi+t5' has two logit bias encodings (alibi, t5); use at most one per point"
-//   "[encoding] 'none' cannot be combined, got 'none+rope'"
+//   "[encoding] 'none' cannot be combined, got 'none+rope'" (likewise 'nope')
 //   "[encoding] empty part in 'rope+'"
 EncodingPlan parse_encoding(std::string_view name);
 
-// Checks config against the plan: "[encoding] rope needs an even head_dim, got 5" and
+// Checks config against the plan: "[encoding] rope needs an even head_dim, got 5",
+// "[encoding] nope needs a causal model (a decoder): an encoder sees a bag of
+// tokens; use 'none' for that baseline" (config.causal false) and
 // "[encoding] dim must be divisible by num_heads, got dim 10 and num_heads 4".
 void validate_encoding(const EncodingPlan& plan, const EncodingConfig& config);
 

@@ -21,6 +21,7 @@ _D = DEFAULTS
 # name -> (point, factory(num_heads, head_dim, causal) or None for the points MultiheadAttention lacks)
 ENCODINGS = {
     "none": ("none", None),
+    "nope": ("none", None),
     "sinusoidal": ("input", None),
     "learned": ("input", None),
     "learnable-sinusoidal": ("input", None),
@@ -54,8 +55,9 @@ def parse_encoding(name):
             fail("encoding", f"empty part in '{name}'")
         if part not in ENCODINGS:
             fail("encoding", f"unknown encoding '{part}'; known: {', '.join(ENCODINGS)} (combine with '+')")
-    if len(parts) > 1 and "none" in parts:
-        fail("encoding", f"'none' cannot be combined, got '{name}'")
+    for part in parts:
+        if len(parts) > 1 and ENCODINGS[part][0] == "none":
+            fail("encoding", f"'{part}' cannot be combined, got '{name}'")
     for a in range(len(parts)):
         for b in range(a + 1, len(parts)):
             point = ENCODINGS[parts[a]][0]
@@ -68,7 +70,11 @@ def parse_encoding(name):
 def make_encodings(name, num_heads, head_dim, causal):
     """Fresh modules for the inner points of the plan `name`, as the C++ make_attention_encodings builds them."""
     modules = []
-    for part in parse_encoding(name):
+    parts = parse_encoding(name)
+    if "nope" in parts and not causal:
+        fail("encoding", "nope needs a causal model (a decoder): an encoder sees a bag of tokens; use 'none' for "
+                         "that baseline")
+    for part in parts:
         point, factory = ENCODINGS[part]
         if point == "input":
             fail("MultiheadAttention", f"'{part}' is an input encoding (added to the token embeddings before the "
