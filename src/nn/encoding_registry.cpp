@@ -56,6 +56,11 @@ std::vector<EncodingInfo> build_catalog() {
       {"rope", "query/key",
        "rotary embedding of q and k, half (GPT-NeoX) layout, full head_dim (Su et al. 2021, RoFormer)",
        {{"base", num(d.base) + " (frequencies base^(-2i/head_dim))"}}},
+      {"p-rope", "query/key",
+       "RoPE on the fastest share p of its frequency pairs only; the slowest pairs do not turn and carry content "
+       "(Barbero et al. 2024, p-RoPE; Gemma's proportional RoPE)",
+       {{"base", num(d.base) + " (frequencies base^(-2i/head_dim))"},
+        {"rope_fraction", num(d.rope_fraction) + " (p: pairs i < floor(p head_dim / 2) turn, the rest stay)"}}},
       {"rope-xpos", "query/key", "RoPE with the xPos exponential decay of q.k with distance (Sun et al. 2022)",
        {{"base", num(d.base) + " (frequencies base^(-2i/head_dim))"},
         {"xpos_scale_base", num(d.xpos_scale_base) + " (decay zeta^((i-j)/scale_base), gamma 0.4)"}}},
@@ -166,12 +171,17 @@ void validate_encoding(const EncodingPlan& plan, const EncodingConfig& config) {
                     "baseline");
   for (const std::string& part : plan.parts) {
     // Sinusoids and rotations work on (sin, cos) pairs of channels.
-    if (part == "rope" || part == "rope-xpos" || part == "shaw-sinusoidal" || part == "shaw-learnable-sinusoidal") {
+    if (part == "rope" || part == "p-rope" || part == "rope-xpos" || part == "shaw-sinusoidal" ||
+        part == "shaw-learnable-sinusoidal") {
       TORCH_CHECK_VALUE(head_dim % 2 == 0, "[", kOp, "] ", part, " needs an even head_dim, got ", head_dim);
     }
     if (part == "sinusoidal" || part == "learnable-sinusoidal" || part == "xl") {
       TORCH_CHECK_VALUE(config.dim % 2 == 0, "[", kOp, "] ", part, " needs an even dim, got ", config.dim);
     }
+  }
+  if (has(plan, "p-rope")) {
+    TORCH_CHECK_VALUE(config.rope_fraction > 0 && config.rope_fraction <= 1, "[", kOp,
+                      "] rope_fraction must be in (0, 1], got ", config.rope_fraction);
   }
   // The remaining settings are checked by the modules, in their own words.
 }
@@ -195,6 +205,13 @@ AttentionEncodings make_attention_encodings(const EncodingPlan& plan, const Enco
   for (const std::string& part : plan.parts) {
     if (part == "rope") {
       out.rotary = RotaryEmbedding(RotaryEmbeddingOptions(head_dim).base(config.base).scaling(config.rope_scaling));
+    } else if (part == "p-rope") {
+      // Hugging Face's "proportional" type at factor 1 is exactly p-RoPE: the first floor(p d/2) pairs keep
+      // base^(-2i/d), the others get frequency 0.
+      kernels::RopeScaling s;
+      s.type = kernels::RopeType::kProportional;
+      s.partial_rotary_factor = config.rope_fraction;
+      out.rotary = RotaryEmbedding(RotaryEmbeddingOptions(head_dim).base(config.base).scaling(s));
     } else if (part == "rope-xpos") {
       out.rotary =
           RotaryEmbedding(RotaryEmbeddingOptions(head_dim).base(config.base).xpos_scale_base(config.xpos_scale_base));

@@ -80,6 +80,7 @@ ordered_json trajectory_fields(const TrainConfig& c) {
                       {"t5_num_buckets", e.t5_num_buckets},
                       {"t5_max_distance", e.t5_max_distance},
                       {"init_std", e.init_std},
+                      {"rope_fraction", e.rope_fraction},
                       {"init_from", c.init_from}};
 }
 
@@ -95,6 +96,7 @@ void check_same_run(const json& saved, const TrainConfig& config, const fs::path
     const json theirs = fields.contains(key)       ? fields.at(key)
                         : key == "attention"       ? json(kOldAttention)
                         : key == "init_from"       ? json("")  // checkpoints from before fine-tuning existed
+                        : key == "rope_fraction"   ? json(EncodingConfig{}.rope_fraction)  // ... before p-rope
                                                    : json();
     if (json(value) != theirs) {
       fail_runtime("checkpoint", dir.string(), " was written for ", key, " ", show(theirs), ", this run uses ",
@@ -373,7 +375,8 @@ std::string train_config_json(const TrainConfig& c) {
                                           {"max_distance", e.max_distance},
                                           {"t5_num_buckets", e.t5_num_buckets},
                                           {"t5_max_distance", e.t5_max_distance},
-                                          {"init_std", e.init_std}};
+                                          {"init_std", e.init_std},
+                                          {"rope_fraction", e.rope_fraction}};
   j["layers"] = c.layers;
   j["dim"] = c.dim;
   j["heads"] = c.heads;
@@ -419,6 +422,7 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   c.encoding_config.t5_num_buckets = field<int64_t>(p, "t5_num_buckets", source);
   c.encoding_config.t5_max_distance = field<int64_t>(p, "t5_max_distance", source);
   c.encoding_config.init_std = field<double>(p, "init_std", source);
+  if (p.contains("rope_fraction")) c.encoding_config.rope_fraction = field<double>(p, "rope_fraction", source);
   c.layers = field<int64_t>(j, "layers", source);
   c.dim = field<int64_t>(j, "dim", source);
   c.heads = field<int64_t>(j, "heads", source);

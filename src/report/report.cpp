@@ -351,6 +351,18 @@ Report build_report(const ReportOptions& options, const std::function<void(const
                                        s.positions),
                            SectionGroup::kQueryKey);
   });
+  jobs.emplace_back("p-rope", [&] {
+    // p-RoPE at its registry default p = 0.25: Hugging Face's "proportional" type at factor 1.
+    kernels::RopeScaling p;
+    p.type = kernels::RopeType::kProportional;
+    p.partial_rotary_factor = 0.25;
+    TableSource source =
+        rope_source("p-rope", s.dim, 10000.0, p, std::nullopt, kernels::Precision::kExact, 0, s.positions);
+    source.description =
+        "p-RoPE cache at p = 0.25: the fastest quarter of RoPE's pairs turn, the others keep cos 1, sin 0 "
+        "(Barbero et al. 2024)";
+    return b.table_section(std::move(source), SectionGroup::kQueryKey);
+  });
   jobs.emplace_back("rope-axial-2d", [&] {
     return b.table_section(rope_axial_source("rope-axial-2d", s.grid_side, s.grid_side, s.dim, 10000.0),
                            SectionGroup::kQueryKey);

@@ -4,8 +4,10 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,11 +22,12 @@ namespace {
 
 // The names, in the documented order.
 const std::vector<std::string> kNames{"none",  "nope", "sinusoidal", "learned", "learnable-sinusoidal",
-                                      "rope",  "rope-xpos",  "alibi",   "t5", "kerple", "kerple-power",
+                                      "rope",  "p-rope", "rope-xpos",  "alibi",   "t5", "kerple", "kerple-power",
                                       "shaw",  "shaw-sinusoidal", "shaw-learnable-sinusoidal", "xl"};
 
 const std::string kKnown =
-    "none, nope, sinusoidal, learned, learnable-sinusoidal, rope, rope-xpos, alibi, t5, kerple, kerple-power, shaw, "
+    "none, nope, sinusoidal, learned, learnable-sinusoidal, rope, p-rope, rope-xpos, alibi, t5, kerple, kerple-power, "
+    "shaw, "
     "shaw-sinusoidal, "
     "shaw-learnable-sinusoidal, xl";
 
@@ -51,6 +54,7 @@ TEST(EncodingRegistry, CatalogListsEveryNameWithItsPointAndDefaults) {
       {"learned", "input"},
       {"learnable-sinusoidal", "input"},
       {"rope", "query/key"},
+      {"p-rope", "query/key"},
       {"rope-xpos", "query/key"},
       {"alibi", "logit bias"},
       {"t5", "logit bias"},
@@ -73,7 +77,7 @@ TEST(EncodingRegistry, CatalogListsEveryNameWithItsPointAndDefaults) {
       {"base", "10000"},          {"max_positions", std::to_string(d.max_positions)},
       {"init_std", "0.02"},       {"xpos_scale_base", "512"},
       {"max_distance", "16"},     {"t5_num_buckets", "32"},
-      {"t5_max_distance", "128"}};
+      {"t5_max_distance", "128"}, {"rope_fraction", "0.25"}};
   std::set<std::string> seen;
   for (const EncodingInfo& info : catalog) {
     for (const auto& [parameter, text] : info.parameters) {
@@ -97,6 +101,7 @@ TEST(EncodingRegistry, CatalogListsEveryNameWithItsPointAndDefaults) {
   EXPECT_EQ(parameters("shaw"), (std::vector<std::string>{"max_distance", "init_std"}));
   EXPECT_EQ(parameters("t5"), (std::vector<std::string>{"t5_num_buckets", "t5_max_distance", "init_std"}));
   EXPECT_EQ(parameters("rope-xpos"), (std::vector<std::string>{"base", "xpos_scale_base"}));
+  EXPECT_EQ(parameters("p-rope"), (std::vector<std::string>{"base", "rope_fraction"}));
   EXPECT_EQ(parameters("learned"), (std::vector<std::string>{"max_positions", "init_std"}));
   EXPECT_TRUE(parameters("none").empty());
   EXPECT_TRUE(parameters("alibi").empty());
@@ -110,6 +115,7 @@ TEST(EncodingRegistry, EveryNameParsesAndBuildsItsPoint) {
       {"learned", {"LearnedEncoding", "", "", ""}},
       {"learnable-sinusoidal", {"LearnableSinusoidalEncoding", "", "", ""}},
       {"rope", {"", "RotaryEmbedding", "", ""}},
+      {"p-rope", {"", "RotaryEmbedding", "", ""}},
       {"rope-xpos", {"", "RotaryEmbedding", "", ""}},
       {"alibi", {"", "", "AlibiBias", ""}},
       {"t5", {"", "", "T5Bias", ""}},
@@ -253,6 +259,31 @@ TEST(EncodingRegistry, ParseErrors) {
   expect_value_error([] { parse_encoding(""); }, "[encoding] empty part in ''");
 }
 
+// p-rope (Barbero et al. 2024): the pairs i < floor(p head_dim / 2) turn by p_t base^(-2i/head_dim) in the
+// half layout (channels i and i + head_dim/2), the others stay as they are; p = 1 is plain rope.
+TEST(EncodingRegistry, PRopeTurnsOnlyTheFastestPairs) {
+  EncodingConfig c;
+  c.dim = 16, c.num_heads = 2, c.rope_fraction = 0.5;  // head_dim 8: pairs 0, 1 turn; 2, 3 stay
+  AttentionEncodings e = make_attention_encodings(parse_encoding("p-rope"), c);
+  const int64_t T = 6, D = 8;
+  const at::Tensor q = at::randn({1, 2, T, D}, at::kDouble), k = at::randn({1, 2, T, D}, at::kDouble);
+  const at::Tensor positions = at::arange(T, at::kLong) * 1000;  // far positions: angles of thousands of radians
+  const auto [qr, kr] = e.rotary->forward(q, k, positions);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const double angle = i < 2 ? static_cast<double>(t * 1000) * std::pow(10000.0, -2.0 * i / D) : 0.0;
+      const double x = q[0][1][t][i].item<double>(), y = q[0][1][t][i + D / 2].item<double>();
+      EXPECT_NEAR(qr[0][1][t][i].item<double>(), x * std::cos(angle) - y * std::sin(angle), 1e-12);
+      EXPECT_NEAR(qr[0][1][t][i + D / 2].item<double>(), y * std::cos(angle) + x * std::sin(angle), 1e-12);
+      if (i >= 2) EXPECT_EQ(kr[0][1][t][i].item<double>(), k[0][1][t][i].item<double>());  // untouched, exactly
+    }
+  }
+  c.rope_fraction = 1.0;
+  const auto [q1, k1] = make_attention_encodings(parse_encoding("p-rope"), c).rotary->forward(q, k, positions);
+  const auto [q2, k2] = make_attention_encodings(parse_encoding("rope"), c).rotary->forward(q, k, positions);
+  EXPECT_TRUE(at::allclose(q1, q2, 0, 1e-15) && at::allclose(k1, k2, 0, 1e-15));
+}
+
 TEST(EncodingRegistry, ValidateErrors) {
   EncodingConfig c;
   c.dim = 10;
@@ -275,6 +306,18 @@ TEST(EncodingRegistry, ValidateErrors) {
                      "[encoding] rope-xpos needs an even head_dim, got 5");
   expect_value_error([&] { make_attention_encodings(parse_encoding("shaw-sinusoidal"), c); },
                      "[encoding] shaw-sinusoidal needs an even head_dim, got 5");
+  expect_value_error([&] { make_attention_encodings(parse_encoding("p-rope"), c); },
+                     "[encoding] p-rope needs an even head_dim, got 5");
+  {
+    EncodingConfig p;
+    for (const double bad : {0.0, -0.5, 1.5}) {
+      p.rope_fraction = bad;
+      std::ostringstream text;
+      text << bad;
+      expect_value_error([&] { make_attention_encodings(parse_encoding("p-rope"), p); },
+                         "[encoding] rope_fraction must be in (0, 1], got " + text.str());
+    }
+  }
   EXPECT_NO_THROW(validate_encoding(parse_encoding("shaw+alibi+learned"), c));  // odd head_dim is fine there
   c.dim = 21;
   c.num_heads = 3;  // head_dim 7, odd dim

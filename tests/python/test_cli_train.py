@@ -27,8 +27,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("POSENC_CLI", str(REPO / "build" / "bin" / "posenc"))
 
 ENCODINGS = [
-    "none", "sinusoidal", "learned", "learnable-sinusoidal", "rope", "rope-xpos", "alibi", "t5", "shaw",
-    "shaw-sinusoidal", "shaw-learnable-sinusoidal", "xl",
+    "none", "nope", "sinusoidal", "learned", "learnable-sinusoidal", "rope", "p-rope", "rope-xpos", "alibi", "t5",
+    "kerple", "kerple-power", "shaw", "shaw-sinusoidal", "shaw-learnable-sinusoidal", "xl",
 ]
 KNOWN = ", ".join(ENCODINGS)
 

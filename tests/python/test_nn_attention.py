@@ -269,7 +269,7 @@ def test_registry_modules_carry_the_cli_defaults():
 
 @pytest.mark.parametrize("name, message", [
     ("foo", "[encoding] unknown encoding 'foo'; known: none, nope, sinusoidal, learned, learnable-sinusoidal, rope, "
-            "rope-xpos, alibi, t5, kerple, kerple-power, shaw, shaw-sinusoidal, shaw-learnable-sinusoidal, xl "
+            "p-rope, rope-xpos, alibi, t5, kerple, kerple-power, shaw, shaw-sinusoidal, shaw-learnable-sinusoidal, xl "
             "(combine with '+')"),
     ("alibi+t5", "[encoding] 'alibi+t5' has two logit bias encodings (alibi, t5); use at most one per point"),
     ("none+rope", "[encoding] 'none' cannot be combined, got 'none+rope'"),

@@ -26,7 +26,7 @@ CLI = os.environ.get("POSENC_CLI", str(REPO / "build" / "bin" / "posenc"))
 
 INPUT_TABLES = ["sinusoidal", "index", "normalized", "binary", "signed-binary", "sine-binary", "sine-only", "learned",
                 "sinusoidal-2d", "sinusoidal-3d"]
-QUERY_KEY = ["rope", "rope-axial-2d", "rope-xpos"]
+QUERY_KEY = ["rope", "p-rope", "rope-axial-2d", "rope-xpos"]
 BIASES = ["alibi", "t5", "kerple", "kerple-power"]
 RELATIVE = ["shaw", "sinusoidal-relative", "xl", "2d-relative"]
 FAMILIES = INPUT_TABLES + QUERY_KEY + BIASES + RELATIVE

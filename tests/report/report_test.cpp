@@ -41,7 +41,7 @@ TEST(Report, QuickHasEveryFamilyInOrder) {
   for (const Section& s : quick_report().sections) names.push_back(s.name);
   const std::vector<std::string> expected = {
       "sinusoidal", "index", "normalized", "binary", "signed-binary", "sine-binary", "sine-only", "learned",
-      "sinusoidal-2d", "sinusoidal-3d", "rope", "rope-axial-2d", "rope-xpos", "alibi", "t5", "kerple",
+      "sinusoidal-2d", "sinusoidal-3d", "rope", "p-rope", "rope-axial-2d", "rope-xpos", "alibi", "t5", "kerple",
       "kerple-power", "shaw", "sinusoidal-relative", "xl", "2d-relative"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(quick_report().positions, 64);
@@ -105,7 +105,7 @@ TEST(Report, JsonHasEveryKeyAndNullsForNotApplicable) {
       EXPECT_TRUE(e.contains(key)) << e["name"] << " " << key;
     }
   }
-  const auto& alibi = j["encodings"][13];
+  const auto& alibi = j["encodings"][14];
   EXPECT_EQ(alibi["name"], "alibi");
   EXPECT_TRUE(alibi["translation_residual"].is_null());
   EXPECT_TRUE(alibi["absolute_mae"].is_null());

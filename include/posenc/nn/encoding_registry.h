@@ -35,6 +35,8 @@ struct EncodingConfig {
   int64_t t5_num_buckets = 32;
   int64_t t5_max_distance = 128;
   double init_std = 0.02;
+  // p-rope: the share p of RoPE's frequency pairs that turn, the fastest (Barbero et al. 2024); in (0, 1].
+  double rope_fraction = 0.25;
   // "rope": a context-extension scaling (Hugging Face rope_scaling). Training
   // always uses none; evaluation may apply one to a trained model (posenc eval
   // --rope-scaling), which has no parameters to change.

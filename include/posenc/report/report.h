@@ -8,7 +8,7 @@
 //                     sinusoidal-3d (4 x 8 x 8, D = 126): 3 pictures,
 //                     indicators, monotone range, translation residual,
 //                     probes; N = 256 positions, D = 128
-//   query/key         rope and rope-axial-2d (16 x 16) as their cos/sin tables
+//   query/key         rope, p-rope (p = 0.25) and rope-axial-2d (16 x 16) as their cos/sin tables
 //                     (full analysis, rope with its exact rotation); rope-xpos:
 //                     S[i, j] = Q_i . K_j of xPos's query and key tables
 //                     (scale base 512), pictures and indicators

@@ -15,7 +15,7 @@ __all__ = ["DEFAULTS", "ENCODINGS", "make_encodings", "parse_encoding"]
 
 # EncodingConfig's defaults (the C++ registry).
 DEFAULTS = {"base": 10000.0, "xpos_scale_base": 512.0, "max_distance": 16, "t5_num_buckets": 32,
-            "t5_max_distance": 128, "init_std": 0.02, "max_positions": 512}
+            "t5_max_distance": 128, "init_std": 0.02, "max_positions": 512, "rope_fraction": 0.25}
 
 _D = DEFAULTS
 # name -> (point, factory(num_heads, head_dim, causal) or None for the points MultiheadAttention lacks)
@@ -26,6 +26,9 @@ ENCODINGS = {
     "learned": ("input", None),
     "learnable-sinusoidal": ("input", None),
     "rope": ("query/key", lambda h, dh, causal: RotaryEmbedding(dh, base=_D["base"])),
+    # p-RoPE (Barbero et al. 2024) is Hugging Face's "proportional" type at factor 1.
+    "p-rope": ("query/key", lambda h, dh, causal: RotaryEmbedding(dh, base=_D["base"], scaling={
+        "rope_type": "proportional", "partial_rotary_factor": _D["rope_fraction"]})),
     "rope-xpos": ("query/key", lambda h, dh, causal: RotaryEmbedding(dh, base=_D["base"],
                                                                      xpos_scale_base=_D["xpos_scale_base"])),
     "alibi": ("logit bias", lambda h, dh, causal: AlibiBias(h, causal=causal)),
@@ -44,7 +47,7 @@ ENCODINGS = {
                                                                            init_std=_D["init_std"])),
 }
 
-_EVEN_HEAD_DIM = ("rope", "rope-xpos", "shaw-sinusoidal", "shaw-learnable-sinusoidal")
+_EVEN_HEAD_DIM = ("rope", "p-rope", "rope-xpos", "shaw-sinusoidal", "shaw-learnable-sinusoidal")
 
 
 def parse_encoding(name):
