@@ -54,8 +54,8 @@ test-python:
 # The experiment suites on real text (docs/experiments.md): hours on 2 cores,
 # resumable: run it again after an interruption and it continues.
 experiments: build
-	$(BUILD)/bin/posenc experiment run properties --out out/experiments/properties
-	$(BUILD)/bin/posenc experiment run extrapolation --out out/experiments/extrapolation
+	$(BUILD)/bin/posenc experiment run properties --out out/experiments/properties --jobs 2 --threads 1
+	$(BUILD)/bin/posenc experiment run extrapolation --out out/experiments/extrapolation --jobs 2 --threads 1
 
 # Every benchmark runs; the exit status is the first failure's (1 wrong, 3 below target).
 bench: build

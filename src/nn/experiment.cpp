@@ -147,7 +147,7 @@ ExtrapolationPlan extrapolation_plan(bool quick) {
     p.lengths = {128, 256, 512, 1024, 2048};
     p.eval_batches = 8;
     p.rope_extensions = {"linear", "ntk", "dynamic", "yarn"};
-    c.layers = 2, c.dim = 128, c.heads = 4, c.seq_len = 128, c.batch = 16, c.steps = 1500, c.warmup = 100;
+    c.layers = 2, c.dim = 128, c.heads = 4, c.seq_len = 128, c.batch = 16, c.steps = 1000, c.warmup = 100;
     c.lr = 1e-3, c.checkpoint_every = 250, c.log_every = 50;
   }
   return p;
