@@ -171,14 +171,6 @@ class PropertiesSuite final : public Suite {
   std::vector<experiments::PropertiesRun> runs_;
 };
 
-json read_json(const fs::path& path) {
-  try {
-    return json::parse(io::read_regular_file(kOp, path.string()));
-  } catch (const json::exception&) {
-    fail_runtime(kOp, path.string(), ": not valid JSON");
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<Suite> make_suite(const std::string& name, const SuiteOptions& options) {
@@ -191,7 +183,7 @@ std::string suite_of(const fs::path& dir) {
   std::error_code ec;
   const fs::path marker = dir / "suite.json";
   if (fs::exists(marker, ec)) {
-    const json j = read_json(marker);
+    const json j = nn::read_experiment_json(marker);
     if (!j.is_object() || !j.contains("suite") || !j["suite"].is_string()) {
       fail_runtime(kOp, marker.string(), ": not a suite marker ({\"suite\": NAME})");
     }

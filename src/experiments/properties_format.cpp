@@ -3,6 +3,7 @@
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/kernels/build_info.h"
+#include "posenc/nn/experiment.h"
 
 #ifndef POSENC_VERSION
 #define POSENC_VERSION "unknown"
@@ -30,16 +31,15 @@ std::optional<Probe> probe_from(const json& j) {
 
 }  // namespace
 
-json read_result(const std::filesystem::path& path) {
-  json j;
-  try {
-    j = json::parse(io::read_regular_file(kOp, path.string()));
-  } catch (const json::exception&) {
-    fail_runtime(kOp, path.string(), ": not valid JSON");
-  }
+void check_result_format(const json& j, const std::filesystem::path& path) {
   if (!j.is_object() || j.value("format", "") != kPropertiesResultFormat) {
     fail_runtime(kOp, path.string(), ": not a properties run result (format ", kPropertiesResultFormat, ")");
   }
+}
+
+json read_result(const std::filesystem::path& path) {
+  json j = nn::read_experiment_json(path);
+  check_result_format(j, path);
   return j;
 }
 

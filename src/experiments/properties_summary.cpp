@@ -15,6 +15,7 @@
 #include "posenc/error.h"
 #include "posenc/experiments/properties.h"
 #include "posenc/nn/encoding_registry.h"
+#include "posenc/nn/experiment.h"
 #include "properties_format.h"
 
 namespace posenc::experiments {
@@ -58,40 +59,29 @@ struct Row {
 }  // namespace
 
 std::string summarize_properties(const fs::path& suite_dir) {
-  std::error_code ec;
-  const fs::path runs = suite_dir / "runs";
-  if (!fs::is_directory(runs, ec)) fail_runtime(kOp, suite_dir.string(), ": no runs/ directory: not an experiment");
-  struct Stored {
-    int64_t order;
-    fs::path path;
-    PropertiesOutcome o;
-  };
-  std::vector<Stored> results;
-  for (const auto& entry : fs::directory_iterator(runs, ec)) {
-    const fs::path r = entry.path() / "result.json";
-    if (!fs::exists(r, ec)) continue;
-    const json j = read_result(r);
-    results.push_back({j.value("order", int64_t{0}), r, outcome_from_result(j, r)});
+  // Each result once, in the plan's order, so rows list encodings as the suite does.
+  std::vector<PropertiesOutcome> results;
+  for (const nn::StoredResult& r : nn::read_run_results(suite_dir)) {
+    check_result_format(r.json, r.path);
+    results.push_back(outcome_from_result(r.json, r.path));
   }
-  std::sort(results.begin(), results.end(),
-            [](const Stored& a, const Stored& b) { return std::tie(a.order, a.path) < std::tie(b.order, b.path); });
   std::vector<Row> rows;
   std::vector<std::string> tasks;
   std::set<uint64_t> seeds;
-  for (const Stored& s : results) {
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.encoding == s.o.encoding; });
-    if (it == rows.end()) it = rows.insert(rows.end(), Row{s.o.encoding, {}, {}, {}, {}});
-    seeds.insert(s.o.seed);
-    for (const StageOutcome& st : s.o.stages) {
+  for (const PropertiesOutcome& o : results) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.encoding == o.encoding; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{o.encoding, {}, {}, {}, {}});
+    seeds.insert(o.seed);
+    for (const StageOutcome& st : o.stages) {
       if (st.stage == "pretrain") {
         it->perplexity.push_back(std::exp(st.test));
         continue;
       }
       if (std::find(tasks.begin(), tasks.end(), st.stage) == tasks.end()) tasks.push_back(st.stage);
-      it->scores[st.stage][s.o.seed] = st.test;
+      it->scores[st.stage][o.seed] = st.test;
     }
-    if (s.o.table) it->table.push_back(*s.o.table);
-    if (s.o.attention) it->attention.push_back(*s.o.attention);
+    if (o.table) it->table.push_back(*o.table);
+    if (o.attention) it->attention.push_back(*o.attention);
   }
 
   ordered_json j;

@@ -91,7 +91,9 @@ RunOutcome outcome_from(const json& j, const fs::path& path) {
   }
 }
 
-json read_json(const fs::path& path) {
+}  // namespace
+
+json read_experiment_json(const fs::path& path) {
   try {
     return json::parse(io::read_regular_file(kOp, path.string()));
   } catch (const json::exception&) {
@@ -99,7 +101,25 @@ json read_json(const fs::path& path) {
   }
 }
 
-}  // namespace
+std::vector<StoredResult> read_run_results(const fs::path& suite_dir) {
+  std::error_code ec;
+  const fs::path runs = suite_dir / "runs";
+  if (!fs::is_directory(runs, ec)) fail_runtime(kOp, suite_dir.string(), ": no runs/ directory: not an experiment");
+  std::vector<std::pair<int64_t, StoredResult>> found;
+  for (const auto& entry : fs::directory_iterator(runs, ec)) {
+    const fs::path r = entry.path() / "result.json";
+    if (!fs::exists(r, ec)) continue;
+    json j = read_experiment_json(r);
+    const int64_t order = j.is_object() ? j.value("order", int64_t{0}) : 0;
+    found.push_back({order, {r, std::move(j)}});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.path) < std::tie(b.first, b.second.path);
+  });
+  std::vector<StoredResult> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
 
 std::vector<std::string> with_every_family(std::vector<std::string> listed, const TrainConfig& model,
                                            const std::vector<std::string>& skipped) {
@@ -187,7 +207,7 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
   std::error_code ec;
   if (fs::exists(result_path, ec)) {
     try {
-      read_json(result_path);
+      read_experiment_json(result_path);
     } catch (const std::runtime_error&) {
       // A result that cannot be read is never mixed in: set aside, said, and the run done again.
       const fs::path aside = dir / "result.json.corrupt";
@@ -200,7 +220,7 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
     }
   }
   if (fs::exists(result_path, ec)) {
-    const json stored = read_json(result_path);
+    const json stored = read_experiment_json(result_path);
     if (!stored.is_object() || stored.value("format", "") != kResultFormat || !stored.contains("config")) {
       fail_runtime(kOp, result_path.string(), ": not a run result of this posenc (format ", kResultFormat, ")");
     }
@@ -255,30 +275,13 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
 
 SuiteSummary summarize_experiment(const fs::path& suite_dir) {
   SuiteSummary s;
-  std::error_code ec;
-  const fs::path runs = suite_dir / "runs";
-  if (!fs::is_directory(runs, ec)) fail_runtime(kOp, suite_dir.string(), ": no runs/ directory: not an experiment");
-  // Each result once, in the plan's order ("order"), so the table lists encodings as the suite does.
-  struct Stored {
-    int64_t order;
-    fs::path path;
-    json j;
-  };
-  std::vector<Stored> results;
-  for (const auto& entry : fs::directory_iterator(runs, ec)) {
-    const fs::path r = entry.path() / "result.json";
-    if (!fs::exists(r, ec)) continue;
-    json j = read_json(r);
-    const int64_t order = j.value("order", int64_t{0});
-    results.push_back({order, r, std::move(j)});
-  }
-  std::sort(results.begin(), results.end(),
-            [](const Stored& a, const Stored& b) { return std::tie(a.order, a.path) < std::tie(b.order, b.path); });
+  // Each result once, in the plan's order, so the table lists encodings as the suite does.
+  const std::vector<StoredResult> results = read_run_results(suite_dir);
   // encoding -> seq_len -> (perplexities, first error); encodings in first-seen order of the plan names.
   std::vector<std::string> order;
   std::map<std::string, std::map<int64_t, std::pair<std::vector<double>, std::string>>> cells;
-  for (const Stored& stored : results) {
-    const json& j = stored.j;
+  for (const StoredResult& stored : results) {
+    const json& j = stored.json;
     const RunOutcome o = outcome_from(j, stored.path);
     if (s.runs == 0 && j.contains("config")) s.train_seq_len = j["config"].value("seq_len", int64_t{0});
     ++s.runs;

@@ -236,19 +236,8 @@ figure img { border: 1px solid #ddd; }
        escape_html(POSENC_VERSION) + "; from " + escape_html(section.source) +
        " (docs/experiments.md explains the suites)</p>\n";
   h += section.html;
-  // After the load event, how many images decoded (as report.html records it).
-  h += R"(<script>
-window.addEventListener('load', function () {
-  var images = document.getElementsByTagName('img');
-  var loaded = 0;
-  for (var k = 0; k < images.length; k++) if (images[k].naturalWidth > 0) loaded++;
-  document.body.setAttribute('data-images', String(images.length));
-  document.body.setAttribute('data-images-loaded', String(loaded));
-});
-</script>
-</body>
-</html>
-)";
+  h += detail::kImagesLoadedScript;
+  h += "</body>\n</html>\n";
   return h;
 }
 

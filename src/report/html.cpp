@@ -112,20 +112,6 @@ constexpr const char* kReferences = R"(
 </ol>
 )";
 
-// After the load event: how many images decoded (naturalWidth > 0), for the
-// headless-browser test and for anyone checking the page.
-constexpr const char* kScript = R"(
-<script>
-window.addEventListener('load', function () {
-  var images = document.getElementsByTagName('img');
-  var loaded = 0;
-  for (var k = 0; k < images.length; k++) if (images[k].naturalWidth > 0) loaded++;
-  document.body.setAttribute('data-images', String(images.length));
-  document.body.setAttribute('data-images-loaded', String(loaded));
-});
-</script>
-)";
-
 struct Row {
   std::string monotonicity = "n/a", invariance = "n/a", symmetry = "n/a", range = "n/a", residual = "n/a",
               mae = "n/a", relative = "n/a";
@@ -243,7 +229,7 @@ std::string report_html(const Report& report) {
     h << "<h2>Experiments</h2>\n";
     for (const ExperimentSection& e : report.experiments) h << e.html;
   }
-  h << "<h2>References</h2>\n" << kReferences << kScript << "</body>\n</html>\n";
+  h << "<h2>References</h2>\n" << kReferences << detail::kImagesLoadedScript << "</body>\n</html>\n";
   return h.str();
 }
 

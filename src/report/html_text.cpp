@@ -38,4 +38,16 @@ std::string base64(const std::vector<unsigned char>& bytes) {
 
 std::string png_data_uri(const std::vector<unsigned char>& png) { return "data:image/png;base64," + base64(png); }
 
+const char* const kImagesLoadedScript = R"(
+<script>
+window.addEventListener('load', function () {
+  var images = document.getElementsByTagName('img');
+  var loaded = 0;
+  for (var k = 0; k < images.length; k++) if (images[k].naturalWidth > 0) loaded++;
+  document.body.setAttribute('data-images', String(images.length));
+  document.body.setAttribute('data-images-loaded', String(loaded));
+});
+</script>
+)";
+
 }  // namespace posenc::report::detail

@@ -15,4 +15,9 @@ std::string base64(const std::vector<unsigned char>& bytes);
 // <img src="data:image/png;base64,..."> of a PNG.
 std::string png_data_uri(const std::vector<unsigned char>& png);
 
+// A <script> that, after the load event, records on <body> how many images
+// decoded (data-images, data-images-loaded): for the headless-browser test and
+// for anyone checking a page.
+extern const char* const kImagesLoadedScript;
+
 }  // namespace posenc::report::detail

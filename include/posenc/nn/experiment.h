@@ -11,6 +11,8 @@
 // continues where it stopped and its results equal an uninterrupted one's.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -94,6 +96,17 @@ struct SuiteSummary {
   std::vector<SummaryRow> rows;
   int64_t runs = 0;  // result.json files read
 };
+
+// A JSON file of a suite directory; "[experiment] PATH: not valid JSON".
+nlohmann::json read_experiment_json(const std::filesystem::path& path);
+
+// Every runs/*/result.json of suite_dir, parsed, in the plan's order (their
+// "order", then path), each once. "[experiment] DIR: no runs/ directory: not an experiment".
+struct StoredResult {
+  std::filesystem::path path;
+  nlohmann::json json;
+};
+std::vector<StoredResult> read_run_results(const std::filesystem::path& suite_dir);
 
 // Reads every runs/*/result.json of suite_dir. Throws std::runtime_error
 // naming a malformed result file.
