@@ -33,10 +33,8 @@ double field_of(const Probe& p, int i) { return i == 0 ? p.monotonicity : i == 1
 std::string group_of(const std::string& encoding) {
   bool absolute = false, relative = false;
   for (const std::string& part : nn::parse_encoding(encoding).parts) {
-    for (const nn::EncodingInfo& info : nn::encoding_catalog()) {
-      if (info.name != part || info.point == "none") continue;
-      (info.point == "input" ? absolute : relative) = true;
-    }
+    const nn::EncodingPoint point = nn::find_encoding_family(part)->point;
+    if (point != nn::EncodingPoint::kNone) (point == nn::EncodingPoint::kInput ? absolute : relative) = true;
   }
   return absolute && relative ? "absolute+relative" : absolute ? "absolute" : relative ? "relative" : "none";
 }

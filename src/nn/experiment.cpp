@@ -123,7 +123,7 @@ std::vector<StoredResult> read_run_results(const fs::path& suite_dir) {
 
 std::vector<std::string> with_every_family(std::vector<std::string> listed, const TrainConfig& model,
                                            const std::vector<std::string>& skipped) {
-  for (const EncodingInfo& info : encoding_catalog()) {
+  for (const EncodingFamily& info : encoding_families()) {
     if (std::find(listed.begin(), listed.end(), info.name) != listed.end()) continue;
     if (std::find(skipped.begin(), skipped.end(), info.name) != skipped.end()) continue;
     TrainConfig c = model;

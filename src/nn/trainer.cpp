@@ -25,6 +25,7 @@
 #include <optional>
 #include <sstream>
 #include <utility>
+#include <variant>
 
 #include "posenc/error.h"
 #include "posenc/io/directory_lock.h"
@@ -51,11 +52,25 @@ constexpr int64_t kShardsPerThread = 2;
 
 // ------------------------------------------------------------ config as JSON
 
+// A family's setting as config.json stores it: an integer field as an integer.
+json parameter_json(const EncodingParameter& p, const EncodingConfig& e) {
+  if (std::holds_alternative<int64_t EncodingConfig::*>(p.field)) return e.*std::get<int64_t EncodingConfig::*>(p.field);
+  return e.*std::get<double EncodingConfig::*>(p.field);
+}
+
+// The setting called key, or null when no family has it.
+const EncodingParameter* training_option(const std::string& key) {
+  for (const EncodingParameter* p : encoding_training_options()) {
+    if (p->name == key) return p;
+  }
+  return nullptr;
+}
+
 // The fields that fix a run's trajectory, in the order a mismatch is reported.
 // steps and threads are left out: changing them on resume is allowed (warned).
 ordered_json trajectory_fields(const TrainConfig& c) {
   const EncodingConfig& e = c.encoding_config;
-  return ordered_json{{"task", c.task},
+  ordered_json out{{"task", c.task},
                       {"encoding", c.encoding},
                       {"vocab_size", c.task_options.vocab_size},
                       {"lookback", c.task_options.lookback},
@@ -73,15 +88,10 @@ ordered_json trajectory_fields(const TrainConfig& c) {
                       {"clip", c.clip},
                       {"dropout", c.dropout},
                       {"attention", c.attention},
-                      {"seed", c.seed},
-                      {"base", e.base},
-                      {"xpos_scale_base", e.xpos_scale_base},
-                      {"max_distance", e.max_distance},
-                      {"t5_num_buckets", e.t5_num_buckets},
-                      {"t5_max_distance", e.t5_max_distance},
-                      {"init_std", e.init_std},
-                      {"rope_fraction", e.rope_fraction},
-                      {"init_from", c.init_from}};
+                      {"seed", c.seed}};
+  for (const EncodingParameter* p : encoding_training_options()) out[p->name] = parameter_json(*p, e);
+  out["init_from"] = c.init_from;
+  return out;
 }
 
 // "'rope'" for strings, the JSON number otherwise.
@@ -93,11 +103,13 @@ void check_same_run(const json& saved, const TrainConfig& config, const fs::path
   const ordered_json now = trajectory_fields(config);
   const json& fields = saved.at("config");
   for (const auto& [key, value] : now.items()) {
-    const json theirs = fields.contains(key)       ? fields.at(key)
-                        : key == "attention"       ? json(kOldAttention)
-                        : key == "init_from"       ? json("")  // checkpoints from before fine-tuning existed
-                        : key == "rope_fraction"   ? json(EncodingConfig{}.rope_fraction)  // ... before p-rope
-                                                   : json();
+    // A field missing from an older checkpoint reads as the value that run had.
+    const EncodingParameter* option = training_option(key);
+    const json theirs = fields.contains(key)   ? fields.at(key)
+                        : key == "attention"   ? json(kOldAttention)
+                        : key == "init_from"   ? json("")  // checkpoints from before fine-tuning existed
+                        : option != nullptr    ? parameter_json(*option, EncodingConfig{})  // before the family
+                                               : json();
     if (json(value) != theirs) {
       fail_runtime("checkpoint", dir.string(), " was written for ", key, " ", show(theirs), ", this run uses ",
                    show(json(value)));
@@ -370,13 +382,8 @@ std::string train_config_json(const TrainConfig& c) {
   }
   j["encoding"] = c.encoding;
   j["encoding_parts"] = parse_encoding(c.encoding).parts;
-  j["encoding_parameters"] = ordered_json{{"base", e.base},
-                                          {"xpos_scale_base", e.xpos_scale_base},
-                                          {"max_distance", e.max_distance},
-                                          {"t5_num_buckets", e.t5_num_buckets},
-                                          {"t5_max_distance", e.t5_max_distance},
-                                          {"init_std", e.init_std},
-                                          {"rope_fraction", e.rope_fraction}};
+  j["encoding_parameters"] = ordered_json::object();
+  for (const EncodingParameter* p : encoding_training_options()) j["encoding_parameters"][p->name] = parameter_json(*p, e);
   j["layers"] = c.layers;
   j["dim"] = c.dim;
   j["heads"] = c.heads;
@@ -416,13 +423,15 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   if (options.contains("eval_split")) c.task_options.eval_split = field<std::string>(options, "eval_split", source);
   c.encoding = field<std::string>(j, "encoding", source);
   const json p = field<json>(j, "encoding_parameters", source);
-  c.encoding_config.base = field<double>(p, "base", source);
-  c.encoding_config.xpos_scale_base = field<double>(p, "xpos_scale_base", source);
-  c.encoding_config.max_distance = field<int64_t>(p, "max_distance", source);
-  c.encoding_config.t5_num_buckets = field<int64_t>(p, "t5_num_buckets", source);
-  c.encoding_config.t5_max_distance = field<int64_t>(p, "t5_max_distance", source);
-  c.encoding_config.init_std = field<double>(p, "init_std", source);
-  if (p.contains("rope_fraction")) c.encoding_config.rope_fraction = field<double>(p, "rope_fraction", source);
+  // A setting missing from the file keeps its default: the file predates the family that reads it.
+  for (const EncodingParameter* option : encoding_training_options()) {
+    if (!p.contains(option->name)) continue;
+    if (std::holds_alternative<int64_t EncodingConfig::*>(option->field)) {
+      c.encoding_config.*std::get<int64_t EncodingConfig::*>(option->field) = field<int64_t>(p, option->name.c_str(), source);
+    } else {
+      c.encoding_config.*std::get<double EncodingConfig::*>(option->field) = field<double>(p, option->name.c_str(), source);
+    }
+  }
   c.layers = field<int64_t>(j, "layers", source);
   c.dim = field<int64_t>(j, "dim", source);
   c.heads = field<int64_t>(j, "heads", source);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,10 +25,24 @@ struct AttentionMap {
   nlohmann::ordered_json details = nlohmann::ordered_json::object();
 };
 
-// family: "shaw" | "sinusoidal-relative" | "xl" | "2d-relative". One
-// MultiheadAttention layer (D = 64, 4 heads, the registry's defaults) built
-// after torch::manual_seed(seed); `words` sequences of T = length identical
-// tokens, each a N(0, 1) embedding; the weights averaged over words and heads.
+// A registry family as the report needs it (posenc::nn's descriptors).
+struct RegistryFamily {
+  std::string name;
+  std::string point;  // "input" | "query/key" | "logit bias" | "relative vectors" | "none"
+  std::string description;
+  std::string report_section;  // the section that shows it; "" none
+};
+
+// Every family of the registry, in its order; empty without the torch layer.
+std::vector<RegistryFamily> registry_families();
+
+// family: a registry name ("kerple", "learned+shaw"), "sinusoidal-relative"
+// (shaw-sinusoidal) or "2d-relative". One
+// MultiheadAttention layer (D = 64, 4 heads, the registry's defaults; causal
+// when the family needs a decoder) built after torch::manual_seed(seed), an
+// input family's vectors added to its input; `words` sequences of T = length
+// identical tokens, each a N(0, 1) embedding; the weights averaged over words
+// and heads.
 // 2d-relative runs on a grid_side x grid_side grid (T = grid_side^2).
 AttentionMap fresh_relative_attention(std::string_view family, int64_t length, int64_t grid_side, int64_t words,
                                       uint64_t seed);

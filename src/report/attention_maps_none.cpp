@@ -7,6 +7,8 @@ namespace posenc::report::detail {
 
 bool torch_layer_available() noexcept { return false; }
 
+std::vector<RegistryFamily> registry_families() { return {}; }
+
 AttentionMap fresh_relative_attention(std::string_view family, int64_t, int64_t, int64_t, uint64_t) {
   fail_runtime("report", family, " needs the torch layer (build with -DPOSENC_BUILD_NN=ON)");
 }

@@ -2,6 +2,7 @@
 #include <ATen/Parallel.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -40,6 +41,15 @@ analysis::Matrix to_matrix(const at::Tensor& t) {
 
 bool torch_layer_available() noexcept { return true; }
 
+std::vector<RegistryFamily> registry_families() {
+  std::vector<RegistryFamily> out;
+  for (const nn::EncodingFamily& f : nn::encoding_families()) {
+    const std::string section = !f.in_report ? "" : f.report_section.empty() ? f.name : f.report_section;
+    out.push_back({f.name, nn::encoding_point_name(f.point), f.description, section});
+  }
+  return out;
+}
+
 AttentionMap fresh_relative_attention(std::string_view family, int64_t length, int64_t grid_side, int64_t words,
                                       uint64_t seed) {
   const ThreadsScope threads(1);
@@ -48,6 +58,7 @@ AttentionMap fresh_relative_attention(std::string_view family, int64_t length, i
   const int64_t head_dim = config.dim / config.num_heads;
   torch::manual_seed(seed);
   nn::AttentionEncodings encodings;
+  nn::InputEncoding input = nullptr;
   std::string registry_name;
   if (family == "2d-relative") {
     length = grid_side * grid_side;
@@ -55,14 +66,20 @@ AttentionMap fresh_relative_attention(std::string_view family, int64_t length, i
     registry_name = "Relative2d (BoTNet), " + std::to_string(grid_side) + " x " + std::to_string(grid_side) + " grid";
   } else {
     registry_name = family == "sinusoidal-relative" ? "shaw-sinusoidal" : std::string(family);
-    encodings = nn::make_attention_encodings(nn::parse_encoding(registry_name), config);
+    const nn::EncodingPlan plan = nn::parse_encoding(registry_name);
+    for (const std::string& part : plan.parts) config.causal = config.causal || nn::find_encoding_family(part)->needs.causal;
+    config.max_positions = std::max(config.max_positions, length);
+    encodings = nn::make_attention_encodings(plan, config);
+    input = nn::make_input_encoding(plan, config);
   }
-  nn::MultiheadAttention layer(nn::MultiheadAttentionOptions(config.dim, config.num_heads), encodings);
+  nn::MultiheadAttention layer(nn::MultiheadAttentionOptions(config.dim, config.num_heads).causal(config.causal),
+                               encodings);
   layer->eval();
   // Each word is one N(0, 1) embedding repeated at every position: only the
   // positions tell the tokens apart.
   const at::Tensor embeddings = torch::randn({words, 1, config.dim}, at::kFloat);
-  const at::Tensor x = embeddings.expand({words, length, config.dim}).contiguous();
+  at::Tensor x = embeddings.expand({words, length, config.dim}).contiguous();
+  if (input) x = input->forward(x);
   const auto [out, weights] = layer->attend(x, x, {}, /*return_weights=*/true);
   AttentionMap map;
   map.attention = to_matrix(weights.to(at::kDouble).mean(at::IntArrayRef{0, 1}));

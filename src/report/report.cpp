@@ -1,5 +1,6 @@
 #include "posenc/report/report.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -424,6 +425,33 @@ Report build_report(const ReportOptions& options, const std::function<void(const
       }
       detail::AttentionMap map = detail::fresh_relative_attention(family.name, s.positions, s.grid_side, s.words,
                                                                   s.seed + kFreshModelStream);
+      sec.description += ". Shown: the " + map.description + ".";
+      sec.details = std::move(map.details);
+      return b.matrix_section(std::move(sec), map.attention);
+    });
+  }
+  // Every registry family without a section of its own above (FIRE, DPB, ... as they are added): the
+  // identical-word attention of a fresh layer, read from the families' descriptors.
+  for (const detail::RegistryFamily& family : detail::registry_families()) {
+    if (family.report_section.empty()) continue;
+    const bool shown = std::any_of(jobs.begin(), jobs.end(), [&](const auto& job) {
+      return job.first == family.report_section;
+    });
+    if (shown) continue;
+    jobs.emplace_back(family.name, [&, family] {
+      Section sec = b.start(family.name, family.point == "input"       ? SectionGroup::kInputTable
+                                         : family.point == "query/key" ? SectionGroup::kQueryKey
+                                         : family.point == "logit bias" ? SectionGroup::kAttentionBias
+                                                                        : SectionGroup::kRelativeVectors);
+      sec.description = family.description;
+      sec.matrix_label = "identical-word attention";
+      sec.untrained = true;
+      if (s.quick) {
+        sec.note = "Skipped by --quick (no model is built); run posenc report without --quick.";
+        return sec;
+      }
+      detail::AttentionMap map =
+          detail::fresh_relative_attention(family.name, s.positions, s.grid_side, s.words, s.seed + kFreshModelStream);
       sec.description += ". Shown: the " + map.description + ".";
       sec.details = std::move(map.details);
       return b.matrix_section(std::move(sec), map.attention);

@@ -234,7 +234,7 @@ Reference reference(MultiheadAttentionImpl& m, const std::string& name, const at
 // Every single name and a few combinations (input parts reach no layer).
 std::vector<std::string> all_names() {
   std::vector<std::string> names;
-  for (const EncodingInfo& info : encoding_catalog()) names.push_back(info.name);
+  for (const EncodingFamily& info : encoding_families()) names.push_back(info.name);
   for (const char* combo : {"rope+alibi", "rope-xpos+t5", "alibi+shaw", "rope+t5+xl", "learned+shaw-sinusoidal",
                             "sinusoidal+rope+shaw-learnable-sinusoidal"}) {
     names.emplace_back(combo);

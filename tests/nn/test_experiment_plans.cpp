@@ -20,7 +20,7 @@ TEST(ExperimentPlans, EveryFamilyAfterTheListedOnesOnceEach) {
   ASSERT_GE(all.size(), 2u);
   EXPECT_EQ(all[0], "rope");
   EXPECT_EQ(all[1], "none");
-  for (const EncodingInfo& info : encoding_catalog()) {
+  for (const EncodingFamily& info : encoding_families()) {
     EncodingConfig e;
     e.dim = 16, e.num_heads = 2, e.max_positions = 32, e.causal = false;
     bool valid = true;

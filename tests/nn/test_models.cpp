@@ -22,7 +22,7 @@ namespace {
 
 std::vector<std::string> single_names() {
   std::vector<std::string> names;
-  for (const EncodingInfo& info : encoding_catalog()) names.push_back(info.name);
+  for (const EncodingFamily& info : encoding_families()) names.push_back(info.name);
   return names;
 }
 

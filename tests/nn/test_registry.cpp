@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -20,16 +21,32 @@
 namespace posenc::nn::test {
 namespace {
 
-// The issue's names, in the documented order.
-const std::vector<std::string> kNames{"none",  "nope", "sinusoidal", "learned", "learnable-sinusoidal",
-                                      "rope",  "p-rope", "rope-xpos",  "alibi",   "t5", "kerple", "kerple-power",
-                                      "shaw",  "shaw-sinusoidal", "shaw-learnable-sinusoidal", "xl"};
+// The names the issues promise; the catalog may hold more (every other list
+// below is read from the catalog).
+const std::vector<std::string> kContractNames{
+    "none", "nope", "sinusoidal", "learned", "learnable-sinusoidal", "rope", "p-rope", "rope-xpos", "alibi", "t5",
+    "kerple", "kerple-power", "shaw", "shaw-sinusoidal", "shaw-learnable-sinusoidal", "xl"};
 
-const std::string kKnown =
-    "none, nope, sinusoidal, learned, learnable-sinusoidal, rope, p-rope, rope-xpos, alibi, t5, kerple, kerple-power, "
-    "shaw, "
-    "shaw-sinusoidal, "
-    "shaw-learnable-sinusoidal, xl";
+std::vector<std::string> catalog_names() {
+  std::vector<std::string> out;
+  for (const EncodingFamily& f : encoding_families()) out.push_back(f.name);
+  return out;
+}
+
+std::string known_names() {
+  std::string out;
+  for (const std::string& name : catalog_names()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+const std::string kKnown = known_names();
+
+// A config every family accepts: a decoder when the family needs one.
+EncodingConfig config_for(const EncodingFamily& f) {
+  EncodingConfig c;
+  c.causal = f.needs.causal;
+  return c;
+}
 
 // What each name builds: the modules' names() at (input, rotary, bias, relative), "" for none.
 struct Built {
@@ -44,58 +61,62 @@ Built built(const std::string& name, const EncodingConfig& config = {}) {
           e.relative ? e.relative->name() : ""};
 }
 
-TEST(EncodingRegistry, CatalogListsEveryNameWithItsPointAndDefaults) {
-  const auto& catalog = encoding_catalog();
-  ASSERT_EQ(catalog.size(), kNames.size());
-  const std::map<std::string, std::string> points{
-      {"none", "none"},
-      {"nope", "none"},
-      {"sinusoidal", "input"},
-      {"learned", "input"},
-      {"learnable-sinusoidal", "input"},
-      {"rope", "query/key"},
-      {"p-rope", "query/key"},
-      {"rope-xpos", "query/key"},
-      {"alibi", "logit bias"},
-      {"t5", "logit bias"},
-      {"kerple", "logit bias"},
-      {"kerple-power", "logit bias"},
-      {"shaw", "relative vectors"},
-      {"shaw-sinusoidal", "relative vectors"},
-      {"shaw-learnable-sinusoidal", "relative vectors"},
-      {"xl", "relative vectors"}};
-  for (size_t n = 0; n < kNames.size(); ++n) {
-    SCOPED_TRACE(kNames[n]);
-    EXPECT_EQ(catalog[n].name, kNames[n]);
-    EXPECT_EQ(catalog[n].point, points.at(kNames[n]));
-    EXPECT_FALSE(catalog[n].description.empty());
-    EXPECT_EQ(catalog[n].description.find('\n'), std::string::npos);  // one line
+TEST(EncodingRegistry, CatalogDescribesEveryFamilyOnce) {
+  const auto& catalog = encoding_families();
+  const std::vector<std::string> names = catalog_names();
+  for (const std::string& name : kContractNames) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
-  // Defaults come from EncodingConfig: each parameter's text starts with its default.
-  const EncodingConfig d;
-  const std::map<std::string, std::string> defaults{
-      {"base", "10000"},          {"max_positions", std::to_string(d.max_positions)},
-      {"init_std", "0.02"},       {"xpos_scale_base", "512"},
-      {"max_distance", "16"},     {"t5_num_buckets", "32"},
-      {"t5_max_distance", "128"}, {"rope_fraction", "0.25"}};
-  std::set<std::string> seen;
-  for (const EncodingInfo& info : catalog) {
-    for (const auto& [parameter, text] : info.parameters) {
-      SCOPED_TRACE(info.name + " " + parameter);
-      ASSERT_TRUE(defaults.count(parameter)) << "undocumented parameter";
-      EXPECT_EQ(text.rfind(defaults.at(parameter) + " (", 0), 0u) << text;
-      seen.insert(parameter);
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());  // each name once
+  // Points in the documented order: none, input, query/key, logit bias, relative vectors.
+  for (size_t n = 1; n < catalog.size(); ++n) EXPECT_LE(catalog[n - 1].point, catalog[n].point) << catalog[n].name;
+  EXPECT_EQ(catalog.front().name, "none");
+  for (const EncodingFamily& f : catalog) {
+    SCOPED_TRACE(f.name);
+    EXPECT_EQ(f.name.find('+'), std::string::npos);
+    EXPECT_FALSE(f.description.empty());
+    EXPECT_EQ(f.description.find('\n'), std::string::npos);  // one line
+    // A factory exactly for the point it names.
+    EXPECT_EQ(static_cast<bool>(f.make_input), f.point == EncodingPoint::kInput);
+    EXPECT_EQ(static_cast<bool>(f.make_attention),
+              f.point != EncodingPoint::kInput && f.point != EncodingPoint::kNone);
+    EXPECT_EQ(find_encoding_family(f.name), &f);
+    for (const EncodingParameter& p : f.parameters) {
+      SCOPED_TRACE(p.name);
+      EXPECT_EQ(p.range_error(p.value(EncodingConfig{})), "");  // the default is admissible
+      EXPECT_FALSE(p.meaning.empty());
     }
   }
-  EXPECT_EQ(seen.size(), defaults.size());  // every setting of EncodingConfig is some name's parameter
+  EXPECT_EQ(find_encoding_family("foo"), nullptr);
+  EXPECT_EQ(std::string(encoding_point_name(EncodingPoint::kLogitBias)), "logit bias");
+  // Defaults come from EncodingConfig.
+  const std::map<std::string, std::string> defaults{
+      {"base", "10000"},      {"max_positions", "512"},  {"init_std", "0.02"},        {"xpos_scale_base", "512"},
+      {"max_distance", "16"}, {"t5_num_buckets", "32"}, {"t5_max_distance", "128"}, {"rope_fraction", "0.25"}};
+  for (const auto& [name, text] : defaults) {
+    bool found = false;
+    for (const EncodingFamily& f : catalog) {
+      for (const EncodingParameter& p : f.parameters) {
+        if (p.name != name) continue;
+        found = true;
+        EXPECT_EQ(p.default_text(), text) << name;
+      }
+    }
+    EXPECT_TRUE(found) << name;
+  }
+  // Training options: each setting once, max_positions (a model size) left out.
+  std::vector<std::string> options;
+  for (const EncodingParameter* p : encoding_training_options()) options.push_back(p->name);
+  EXPECT_EQ(std::set<std::string>(options.begin(), options.end()).size(), options.size());
+  EXPECT_EQ(std::count(options.begin(), options.end(), "max_positions"), 0);
+  for (const char* name : {"base", "init_std", "rope_fraction", "xpos_scale_base", "t5_num_buckets",
+                           "t5_max_distance", "max_distance"}) {
+    EXPECT_EQ(std::count(options.begin(), options.end(), name), 1) << name;
+  }
   // Per name, the parameters its factory reads.
   auto parameters = [&](const std::string& name) {
     std::vector<std::string> out;
-    for (const EncodingInfo& info : catalog) {
-      if (info.name == name) {
-        for (const auto& p : info.parameters) out.push_back(p.first);
-      }
-    }
+    for (const EncodingParameter& p : find_encoding_family(name)->parameters) out.push_back(p.name);
     return out;
   };
   EXPECT_EQ(parameters("shaw"), (std::vector<std::string>{"max_distance", "init_std"}));
@@ -125,14 +146,19 @@ TEST(EncodingRegistry, EveryNameParsesAndBuildsItsPoint) {
       {"shaw-sinusoidal", {"", "", "", "SinusoidalRelative"}},
       {"shaw-learnable-sinusoidal", {"", "", "", "SinusoidalRelative"}},
       {"xl", {"", "", "", "TransformerXLRelative"}}};
-  for (const std::string& name : kNames) {
+  for (const EncodingFamily& f : encoding_families()) {
+    const std::string& name = f.name;
     SCOPED_TRACE(name);
     const EncodingPlan plan = parse_encoding(name);
     EXPECT_EQ(plan.name, name);
     EXPECT_EQ(plan.parts, std::vector<std::string>{name});
-    EncodingConfig config;
-    config.causal = name == "nope";  // a decoder's: an encoder refuses it (ValidateErrors)
-    const Built b = built(name, config);
+    const Built b = built(name, config_for(f));
+    // Exactly the slot of its point is filled.
+    EXPECT_EQ(!b.input.empty(), f.point == EncodingPoint::kInput);
+    EXPECT_EQ(!b.rotary.empty(), f.point == EncodingPoint::kQueryKey);
+    EXPECT_EQ(!b.bias.empty(), f.point == EncodingPoint::kLogitBias);
+    EXPECT_EQ(!b.relative.empty(), f.point == EncodingPoint::kRelativeVectors);
+    if (!want.count(name)) continue;
     const Built& w = want.at(name);
     EXPECT_EQ(b.input, w.input);
     EXPECT_EQ(b.rotary, w.rotary);
@@ -282,6 +308,41 @@ TEST(EncodingRegistry, PRopeTurnsOnlyTheFastestPairs) {
   const auto [q1, k1] = make_attention_encodings(parse_encoding("p-rope"), c).rotary->forward(q, k, positions);
   const auto [q2, k2] = make_attention_encodings(parse_encoding("rope"), c).rotary->forward(q, k, positions);
   EXPECT_TRUE(at::allclose(q1, q2, 0, 1e-15) && at::allclose(k1, k2, 0, 1e-15));
+}
+
+// Every parameter's range is enforced by the registry, with the descriptor's words.
+TEST(EncodingRegistry, ParametersOutOfRangeAreRefused) {
+  for (const EncodingFamily& f : encoding_families()) {
+    for (const EncodingParameter& p : f.parameters) {
+      SCOPED_TRACE(f.name + " " + p.name);
+      EncodingConfig c = config_for(f);
+      const double bad = p.lower - 1.0;  // below an open or closed lower bound
+      p.set(c, bad);
+      std::ostringstream got;
+      got << bad;
+      std::string message;
+      try {
+        validate_encoding(parse_encoding(f.name), c);
+      } catch (const c10::ValueError& e) {
+        message = e.what_without_backtrace();
+      }
+      EXPECT_EQ(message.rfind("[encoding] " + p.name + " must be ", 0), 0u) << message;
+      EXPECT_NE(message.find(", got " + got.str()), std::string::npos) << message;
+    }
+  }
+  EncodingConfig c;
+  c.t5_num_buckets = 1;
+  expect_value_error([&] { validate_encoding(parse_encoding("t5"), c); },
+                     "[encoding] t5_num_buckets must be >= 2, got 1");
+  c = EncodingConfig{};
+  c.base = -1;
+  expect_value_error([&] { validate_encoding(parse_encoding("rope"), c); },
+                     "[encoding] base must be finite and > 0, got -1");
+  c.base = 10000;
+  c.init_std = -0.5;
+  expect_value_error([&] { validate_encoding(parse_encoding("shaw"), c); },
+                     "[encoding] init_std must be finite and >= 0, got -0.5");
+  EXPECT_NO_THROW(validate_encoding(parse_encoding("rope"), c));  // rope does not read init_std
 }
 
 TEST(EncodingRegistry, ValidateErrors) {

@@ -4,6 +4,7 @@
 // containment, the files written, and parse_table_file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "attention_maps.h"
 #include "posenc/report/report.h"
 
 #include "report_test_support.h"
@@ -39,16 +41,47 @@ const Section& section(const std::string& name) {
 TEST(Report, QuickHasEveryFamilyInOrder) {
   std::vector<std::string> names;
   for (const Section& s : quick_report().sections) names.push_back(s.name);
-  const std::vector<std::string> expected = {
+  // The sections with a figure of their own, then one for each registry family shown by none of them (the
+  // identical-word attention of a fresh layer), in the registry's order.
+  const std::vector<std::string> dedicated = {
       "sinusoidal", "index", "normalized", "binary", "signed-binary", "sine-binary", "sine-only", "learned",
       "sinusoidal-2d", "sinusoidal-3d", "rope", "p-rope", "rope-axial-2d", "rope-xpos", "alibi", "t5", "kerple",
       "kerple-power", "shaw", "sinusoidal-relative", "xl", "2d-relative"};
+  std::vector<std::string> expected = dedicated;
+  for (const detail::RegistryFamily& f : detail::registry_families()) {
+    if (f.report_section.empty()) continue;
+    if (std::find(dedicated.begin(), dedicated.end(), f.report_section) == dedicated.end()) expected.push_back(f.name);
+  }
   EXPECT_EQ(names, expected);
+  // Every family of the registry is shown somewhere.
+  for (const detail::RegistryFamily& f : detail::registry_families()) {
+    if (f.report_section.empty()) continue;
+    const std::string shown = std::find(dedicated.begin(), dedicated.end(), f.report_section) != dedicated.end()
+                                  ? f.report_section
+                                  : f.name;
+    EXPECT_NE(std::find(names.begin(), names.end(), shown), names.end()) << f.name;
+  }
   EXPECT_EQ(quick_report().positions, 64);
   for (const Section& s : quick_report().sections) {
     const bool available = s.table || s.matrix;
     EXPECT_EQ(available, s.note.empty()) << s.name;
     EXPECT_EQ(s.s.rows, available ? 64 : 0) << s.name;
+  }
+}
+
+// The generic section's map, for any registry name: rows are probabilities, a causal family's map is causal.
+TEST(Report, FreshAttentionOfAnyRegistryFamily) {
+  if (!detail::torch_layer_available()) GTEST_SKIP() << "built without the torch layer";
+  for (const std::string name : {"kerple", "nope", "learned"}) {
+    SCOPED_TRACE(name);
+    const detail::AttentionMap map = detail::fresh_relative_attention(name, 12, 0, 3, 7);
+    ASSERT_EQ(map.attention.rows, 12);
+    for (int64_t i = 0; i < 12; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < 12; ++j) sum += map.attention.values[static_cast<size_t>(i * 12 + j)];
+      EXPECT_NEAR(sum, 1.0, 1e-6);  // float32 softmax rows, averaged: a few ulps of 1 per term
+      if (name == "nope") EXPECT_EQ(map.attention.values[11], 0.0);  // needs a decoder: built causal
+    }
   }
 }
 

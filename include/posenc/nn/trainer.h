@@ -45,8 +45,9 @@ struct TrainConfig {
   std::string task = "order";        // a Task::names() name: order | span | lookback | copy | text | mlm | ...
   std::string encoding = "sinusoidal";  // a registry name, e.g. "learned+shaw"
   TaskOptions task_options;
-  // base, xpos_scale_base, max_distance, t5_*, init_std; dim, num_heads,
-  // max_positions and causal are taken from the fields below and the task.
+  // The families' settings (encoding_training_options(), saved in config.json's
+  // encoding_parameters); dim, num_heads, max_positions and causal are taken
+  // from the fields below and the task.
   EncodingConfig encoding_config;
   int64_t layers = 2;
   int64_t dim = 64;
