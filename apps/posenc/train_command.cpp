@@ -91,7 +91,11 @@ TrainCommand::TrainCommand(CLI::App& parent) {
                    "Attention path: fused (forward and backward without T x T buffers) or composed (torch ops; "
                    "also taken for attention dropout)")
       ->capture_default_str();
-  app_->add_option("--max-positions", config_.max_positions, "Rows of a learned table (default: --seq-len)");
+  app_->add_option("--max-positions", config_.max_positions,
+                   "Rows of a learned table (default: --seq-len, or --random-positions when set)");
+  app_->add_option("--random-positions", config_.random_positions,
+                   "Randomized positions (Ruoss et al. 2023): train each step at a sorted random subset of "
+                   "[0, MAX) of the positions, evaluate at 0..T-1; for absolute and rotary encodings (default: off)");
   app_->add_option("--seed", config_.seed, "Seed of the model init, dropout and data")->capture_default_str();
   app_->add_option("--threads", config_.threads, "Torch threads (results are reproducible per thread count)")
       ->capture_default_str();

@@ -36,12 +36,30 @@ TransformerOptions checked_options(const char* op, TransformerOptions o, bool ca
                     o.dropout());
   TORCH_CHECK_VALUE(o.max_positions() >= 1, "[", op, "] max_positions must be >= 1, got ", o.max_positions());
   TORCH_CHECK_VALUE(o.num_classes() >= 1, "[", op, "] num_classes must be >= 1, got ", o.num_classes());
+  TORCH_CHECK_VALUE(o.random_positions() >= 0, "[", op, "] random_positions must be >= 0 (0: off), got ",
+                    o.random_positions());
   EncodingConfig& config = o.encoding_config();
   config.dim = o.dim();
   config.num_heads = o.heads();
   config.max_positions = o.max_positions();
   config.causal = causal;
-  validate_encoding(parse_encoding(o.encoding()), config);
+  const EncodingPlan plan = parse_encoding(o.encoding());
+  validate_encoding(plan, config);
+  if (o.random_positions() > 0) {
+    bool positional = false;  // an encoding that reads absolute positions
+    for (const std::string& part : plan.parts) {
+      const EncodingPoint point = find_encoding_family(part)->point;
+      positional = positional || point == EncodingPoint::kInput || point == EncodingPoint::kQueryKey;
+    }
+    TORCH_CHECK_VALUE(positional, "[", op, "] random_positions needs an input or query/key encoding (absolute or "
+                      "rotary), got '", o.encoding(), "'");
+    for (const std::string& part : plan.parts) {
+      const bool table = part == "learned";  // the one family whose positions index rows
+      TORCH_CHECK_VALUE(!table || o.max_positions() >= o.random_positions(), "[", op, "] random_positions ",
+                        o.random_positions(), " needs max_positions >= ", o.random_positions(),
+                        " (rows of the learned table), got ", o.max_positions());
+    }
+  }
   return o;
 }
 
@@ -81,15 +99,34 @@ void check_mask(const char* op, const at::Tensor& mask, const at::Tensor& tokens
                     detail::tuple_of(tokens.sizes()), ", got ", detail::tuple_of(mask.sizes()));
 }
 
-// tokens (B, T) -> embeddings plus the input encoding at positions 0..T-1, (B, T, D)
-at::Tensor embed_tokens(torch::nn::Embedding& embed, InputEncoding& encoding, const at::Tensor& tokens) {
+// tokens (B, T) -> embeddings plus the input encoding at positions (undefined: 0..T-1), (B, T, D)
+at::Tensor embed_tokens(torch::nn::Embedding& embed, InputEncoding& encoding, const at::Tensor& tokens,
+                        const at::Tensor& positions = {}) {
   const at::Tensor x = embed->forward(tokens);
-  return encoding ? encoding->forward(x) : x;
+  if (!encoding) return x;
+  return positions.defined() ? encoding->forward_at(x, positions) : encoding->forward(x);
 }
 
-at::Tensor run_blocks(torch::nn::ModuleList& blocks, at::Tensor x, const at::Tensor& mask) {
-  for (size_t layer = 0; layer < blocks->size(); ++layer) x = blocks->ptr<TransformerBlockImpl>(layer)->forward(x, mask);
+at::Tensor run_blocks(torch::nn::ModuleList& blocks, at::Tensor x, const at::Tensor& mask,
+                      const at::Tensor& positions) {
+  for (size_t layer = 0; layer < blocks->size(); ++layer) {
+    x = blocks->ptr<TransformerBlockImpl>(layer)->forward(x, mask, positions);
+  }
   return x;
+}
+
+// The positions of one forward: the caller's, a random draw in training with
+// random_positions, else undefined (0..T-1).
+at::Tensor forward_positions(const char* op, const TransformerOptions& o, bool training, const at::Tensor& tokens,
+                             const at::Tensor& given) {
+  const int64_t length = tokens.size(1);
+  if (given.defined()) {
+    TORCH_CHECK_VALUE(given.dim() == 1 && given.size(0) == length && given.scalar_type() == at::kLong, "[", op,
+                      "] positions must be int64 (T) = (", length, "), got ", given.sizes());
+    return given;
+  }
+  if (training && o.random_positions() > 0) return sample_random_positions(length, o.random_positions());
+  return {};
 }
 
 // LN1 of the first block, then its attention with the weights: (B, H, T, T).
@@ -100,6 +137,14 @@ at::Tensor first_weights(torch::nn::ModuleList& blocks, const at::Tensor& x) {
 }
 
 }  // namespace
+
+at::Tensor sample_random_positions(int64_t length, int64_t max_positions, std::optional<at::Generator> generator) {
+  TORCH_CHECK_VALUE(length >= 0 && length <= max_positions, "[random_positions] length must be in 0..max_positions = ",
+                    max_positions, ", got ", length);
+  const c10::optional<at::Generator> source = generator ? c10::optional<at::Generator>(*generator) : c10::nullopt;
+  const at::Tensor order = at::randperm(max_positions, source, at::TensorOptions().dtype(at::kLong));
+  return std::get<0>(order.slice(0, 0, length).sort());
+}
 
 // ---------------------------------------------------------------------------
 // TransformerBlock
@@ -122,10 +167,11 @@ TransformerBlockImpl::TransformerBlockImpl(const TransformerOptions& options, At
 }
 
 // x (B, T, D) -> (B, T, D)
-at::Tensor TransformerBlockImpl::forward(const at::Tensor& x, const at::Tensor& key_padding_mask) {
+at::Tensor TransformerBlockImpl::forward(const at::Tensor& x, const at::Tensor& key_padding_mask,
+                                        const at::Tensor& positions) {
   const bool train = is_training() && dropout_ > 0.0;
   const at::Tensor h =
-      x + detail::dropout(attention->forward(norm1->forward(x), key_padding_mask), dropout_, train);
+      x + detail::dropout(attention->forward(norm1->forward(x), key_padding_mask, positions), dropout_, train);
   return h + detail::dropout(ffn2->forward(at::gelu(ffn1->forward(norm2->forward(h)))), dropout_, train);
 }
 
@@ -150,22 +196,26 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerOptions& options
 }
 
 // tokens (B, T) -> hidden (B, T, D)
-at::Tensor TransformerEncoderImpl::forward(const at::Tensor& tokens, const at::Tensor& key_padding_mask) {
+at::Tensor TransformerEncoderImpl::forward(const at::Tensor& tokens, const at::Tensor& key_padding_mask,
+                                           const at::Tensor& positions) {
   check_tokens("TransformerEncoder", tokens, options_.vocab_size());
   check_mask("TransformerEncoder", key_padding_mask, tokens);
-  const at::Tensor x = run_blocks(blocks, embed_tokens(embed, input_encoding, tokens), key_padding_mask);
+  const at::Tensor p = forward_positions("TransformerEncoder", options_, is_training(), tokens, positions);
+  const at::Tensor x = run_blocks(blocks, embed_tokens(embed, input_encoding, tokens, p), key_padding_mask, p);
   return final_norm->forward(x);
 }
 
 // tokens (B, T) -> (B, num_classes) from the first token
-at::Tensor TransformerEncoderImpl::classify(const at::Tensor& tokens, const at::Tensor& key_padding_mask) {
-  return cls_head->forward(forward(tokens, key_padding_mask).select(1, 0));
+at::Tensor TransformerEncoderImpl::classify(const at::Tensor& tokens, const at::Tensor& key_padding_mask,
+                                            const at::Tensor& positions) {
+  return cls_head->forward(forward(tokens, key_padding_mask, positions).select(1, 0));
 }
 
 // tokens (B, T) -> start, end logits (B, T), padding at -inf
 std::tuple<at::Tensor, at::Tensor> TransformerEncoderImpl::span(const at::Tensor& tokens,
-                                                                const at::Tensor& key_padding_mask) {
-  const at::Tensor logits = span_head->forward(forward(tokens, key_padding_mask));  // (B, T, 2)
+                                                                const at::Tensor& key_padding_mask,
+                                                                const at::Tensor& positions) {
+  const at::Tensor logits = span_head->forward(forward(tokens, key_padding_mask, positions));  // (B, T, 2)
   at::Tensor start = logits.select(2, 0), end = logits.select(2, 1);
   if (key_padding_mask.defined()) {
     const double inf = std::numeric_limits<double>::infinity();
@@ -176,9 +226,10 @@ std::tuple<at::Tensor, at::Tensor> TransformerEncoderImpl::span(const at::Tensor
 }
 
 // tokens (B, T) -> (B, T, vocab)
-at::Tensor TransformerEncoderImpl::masked_lm(const at::Tensor& tokens, const at::Tensor& key_padding_mask) {
+at::Tensor TransformerEncoderImpl::masked_lm(const at::Tensor& tokens, const at::Tensor& key_padding_mask,
+                                             const at::Tensor& positions) {
   require(!mlm_head.is_empty(), "TransformerEncoder", "masked_lm needs options.masked_lm_head(true)");
-  return mlm_head->forward(forward(tokens, key_padding_mask));
+  return mlm_head->forward(forward(tokens, key_padding_mask, positions));
 }
 
 at::Tensor TransformerEncoderImpl::first_layer_attention(const at::Tensor& tokens) {
@@ -202,9 +253,10 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerOptions& options
 }
 
 // tokens (B, T) -> next-token logits (B, T, vocab)
-at::Tensor TransformerDecoderImpl::forward(const at::Tensor& tokens) {
+at::Tensor TransformerDecoderImpl::forward(const at::Tensor& tokens, const at::Tensor& positions) {
   check_tokens("TransformerDecoder", tokens, options_.vocab_size());
-  const at::Tensor x = run_blocks(blocks, embed_tokens(embed, input_encoding, tokens), {});
+  const at::Tensor p = forward_positions("TransformerDecoder", options_, is_training(), tokens, positions);
+  const at::Tensor x = run_blocks(blocks, embed_tokens(embed, input_encoding, tokens, p), {}, p);
   return lm_head->forward(final_norm->forward(x));
 }
 

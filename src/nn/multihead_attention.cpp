@@ -40,7 +40,7 @@ void check_sequence(const char* name, const at::Tensor& t, int64_t dim, at::Scal
                    detail::dtype_name(param_dtype), "), got ", detail::dtype_name(t.scalar_type()));
 }
 
-at::Tensor positions(int64_t start, int64_t count) { return at::arange(start, start + count, at::kLong); }
+at::Tensor position_range(int64_t start, int64_t count) { return at::arange(start, start + count, at::kLong); }
 
 }  // namespace
 
@@ -93,15 +93,16 @@ void MultiheadAttentionImpl::reset_parameters() {
   }
 }
 
-at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_padding_mask) {
+at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& x, const at::Tensor& key_padding_mask,
+                                           const at::Tensor& positions) {
   check_sequence("x", x, options_.dim(), q_proj->weight.scalar_type());
-  return std::get<0>(attend(x, x, key_padding_mask, false));
+  return std::get<0>(attend(x, x, key_padding_mask, false, positions));
 }
 
 // query (B, Tq, D), memory (B, Tk, D), key_padding_mask (B, Tk) bool -> (B, Tq, D) [, (B, H, Tq, Tk)]
 std::tuple<at::Tensor, at::Tensor> MultiheadAttentionImpl::attend(const at::Tensor& query, const at::Tensor& memory,
                                                                   const at::Tensor& key_padding_mask,
-                                                                  bool return_weights) {
+                                                                  bool return_weights, const at::Tensor& positions) {
   const int64_t dim = options_.dim(), heads = options_.num_heads();
   check_sequence("query", query, dim, q_proj->weight.scalar_type());
   check_sequence("memory", memory, dim, q_proj->weight.scalar_type());
@@ -118,17 +119,23 @@ std::tuple<at::Tensor, at::Tensor> MultiheadAttentionImpl::attend(const at::Tens
                       detail::tuple_of(key_padding_mask.sizes()));
   }
 
+  if (positions.defined()) {
+    TORCH_CHECK_VALUE(positions.dim() == 1 && positions.size(0) == k_len && positions.scalar_type() == at::kLong,
+                      "[", kOp, "] positions must be int64 (Tk) = (", k_len, "), got ",
+                      detail::dtype_name(positions.scalar_type()), " ", detail::tuple_of(positions.sizes()));
+  }
   // q, k, v: (B, H, T, Dh) in the input's dtype
   at::Tensor q = split_heads(q_proj->forward(query), heads);
   at::Tensor k = split_heads(k_proj->forward(memory), heads);
   const at::Tensor v = split_heads(v_proj->forward(memory), heads);
   if (encodings_.rotary) {
     // Queries are the last q_len of the k_len positions (decoding with a cache).
+    const at::Tensor keys = positions.defined() ? positions : position_range(0, k_len);
     if (q_len == k_len) {
-      std::tie(q, k) = encodings_.rotary->forward(q, k, positions(0, k_len));
+      std::tie(q, k) = encodings_.rotary->forward(q, k, keys);
     } else {
-      q = std::get<0>(encodings_.rotary->forward(q, q, positions(k_len - q_len, q_len)));
-      k = std::get<1>(encodings_.rotary->forward(k, k, positions(0, k_len)));
+      q = std::get<0>(encodings_.rotary->forward(q, q, keys.slice(0, k_len - q_len)));
+      k = std::get<1>(encodings_.rotary->forward(k, k, keys));
     }
   }
 

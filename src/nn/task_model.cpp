@@ -32,6 +32,7 @@ TaskModel::TaskModel(const Task& task, const TrainConfig& resolved) : task_(task
       .max_positions(resolved.max_positions)
       .num_classes(task.kind() == TaskKind::kTextClassify ? task.num_classes() : 2)
       .masked_lm_head(task.kind() == TaskKind::kMaskedLm)
+      .random_positions(resolved.random_positions)
       .encoding_config(resolved.encoding_config);
   if (task.model() == ModelKind::kEncoder) {
     encoder_ = TransformerEncoder(options);
@@ -50,23 +51,23 @@ torch::nn::Module& TaskModel::module() {
   return *decoder_;
 }
 
-TaskScore TaskModel::score(const Batch& batch) {
+TaskScore TaskModel::score(const Batch& batch, const at::Tensor& positions) {
   switch (task_.kind()) {
     case TaskKind::kOrder:
     case TaskKind::kTextClassify:
-      return task_.score_classification(encoder_->classify(batch.tokens, batch.key_padding_mask), batch);
+      return task_.score_classification(encoder_->classify(batch.tokens, batch.key_padding_mask, positions), batch);
     case TaskKind::kSpan:
     case TaskKind::kTextSpan: {
-      const auto [start, end] = encoder_->span(batch.tokens, batch.key_padding_mask);
+      const auto [start, end] = encoder_->span(batch.tokens, batch.key_padding_mask, positions);
       return task_.score_span(start, end, batch);
     }
     case TaskKind::kMaskedLm:
-      return task_.score_language_model(encoder_->masked_lm(batch.tokens, batch.key_padding_mask), batch);
+      return task_.score_language_model(encoder_->masked_lm(batch.tokens, batch.key_padding_mask, positions), batch);
     case TaskKind::kLookback:
     case TaskKind::kCopy:
     case TaskKind::kText: break;
   }
-  return task_.score_language_model(decoder_->forward(batch.tokens), batch);
+  return task_.score_language_model(decoder_->forward(batch.tokens, positions), batch);
 }
 
 void initialize_from(TaskModel& model, const TrainConfig& config, const std::filesystem::path& source) {

@@ -88,7 +88,8 @@ ordered_json trajectory_fields(const TrainConfig& c) {
                       {"clip", c.clip},
                       {"dropout", c.dropout},
                       {"attention", c.attention},
-                      {"seed", c.seed}};
+                      {"seed", c.seed},
+                      {"random_positions", c.random_positions}};
   for (const EncodingParameter* p : encoding_training_options()) out[p->name] = parameter_json(*p, e);
   out["init_from"] = c.init_from;
   return out;
@@ -108,6 +109,7 @@ void check_same_run(const json& saved, const TrainConfig& config, const fs::path
     const json theirs = fields.contains(key)   ? fields.at(key)
                         : key == "attention"   ? json(kOldAttention)
                         : key == "init_from"   ? json("")  // checkpoints from before fine-tuning existed
+                        : key == "random_positions" ? json(0)  // ... before randomized positions
                         : option != nullptr    ? parameter_json(*option, EncodingConfig{})  // before the family
                                                : json();
     if (json(value) != theirs) {
@@ -347,7 +349,9 @@ TrainConfig resolve_train_config(const TrainConfig& config) {
   require(c.dropout >= 0 && c.dropout < 1, kOp, "dropout must be in [0, 1), got ", c.dropout);
   require(c.attention == "fused" || c.attention == "composed", kOp, "attention must be 'fused' or 'composed', got '",
           c.attention, "'");
-  if (c.max_positions == 0) c.max_positions = c.seq_len;
+  require(c.random_positions == 0 || c.random_positions >= c.seq_len, kOp,
+          "random_positions must be 0 (off) or >= seq_len (", c.seq_len, "), got ", c.random_positions);
+  if (c.max_positions == 0) c.max_positions = std::max(c.seq_len, c.random_positions);
   require(c.max_positions >= c.seq_len, kOp, "max_positions must be >= seq_len (", c.seq_len, "), got ",
           c.max_positions);
   EncodingConfig& e = c.encoding_config;
@@ -355,7 +359,20 @@ TrainConfig resolve_train_config(const TrainConfig& config) {
   e.num_heads = c.heads;
   e.max_positions = c.max_positions;
   e.causal = task.model() == ModelKind::kDecoder;
-  validate_encoding(parse_encoding(c.encoding), e);
+  const EncodingPlan plan = parse_encoding(c.encoding);
+  validate_encoding(plan, e);
+  if (c.random_positions > 0) {
+    bool positional = false;  // an encoding that reads absolute positions
+    for (const std::string& part : plan.parts) {
+      const EncodingPoint point = find_encoding_family(part)->point;
+      positional = positional || point == EncodingPoint::kInput || point == EncodingPoint::kQueryKey;
+    }
+    require(positional, kOp, "random_positions needs an input or query/key encoding (absolute or rotary), got '",
+            c.encoding, "'");
+    const bool table = std::find(plan.parts.begin(), plan.parts.end(), "learned") != plan.parts.end();
+    require(!table || c.max_positions >= c.random_positions, kOp, "random_positions ", c.random_positions,
+            " needs max_positions >= ", c.random_positions, " (rows of the learned table), got ", c.max_positions);
+  }
   return c;
 }
 
@@ -401,6 +418,7 @@ std::string train_config_json(const TrainConfig& c) {
   j["log_every"] = c.log_every;
   j["dropout"] = c.dropout;
   j["max_positions"] = c.max_positions;
+  j["random_positions"] = c.random_positions;
   j["attention"] = c.attention;
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   return j.dump(2) + "\n";
@@ -449,6 +467,7 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   c.log_every = field<int64_t>(j, "log_every", source);
   c.dropout = field<double>(j, "dropout", source);
   c.max_positions = field<int64_t>(j, "max_positions", source);
+  if (j.contains("random_positions")) c.random_positions = field<int64_t>(j, "random_positions", source);
   c.attention = j.contains("attention") ? field<std::string>(j, "attention", source) : kOldAttention;
   if (j.contains("init_from")) c.init_from = field<std::string>(j, "init_from", source);
   return c;
@@ -457,6 +476,14 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
 // ------------------------------------------------------------ training
 
 namespace {
+
+// Step `step`'s random positions (random_positions > 0): one draw for every shard, from its own seed stream.
+at::Tensor step_positions(const TrainConfig& c, int64_t step, int64_t length) {
+  if (c.random_positions == 0) return {};
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(
+      c.seed * 0x2545F4914F6CDD1Dull ^ (static_cast<uint64_t>(step) + 0x5851F42D4C957F2Dull));
+  return sample_random_positions(length, c.random_positions, generator);
+}
 
 // The dropout generators of step `step`'s shards: seeds (this + shard), apart from the run's seed stream.
 uint64_t dropout_seed(uint64_t seed, int64_t step) {
@@ -575,17 +602,18 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
     }
     const Batch batch = task.batch(config.seed, DataStream::kTrain, cursor, config.batch, config.seq_len);
     optimizer.zero_grad();
+    const at::Tensor positions = step_positions(config, step, batch.tokens.size(1));
     TaskScore score;
     if (workers > 1) {
       const ShardLoss total = data_parallel_gradient(
           [&](int64_t begin, int64_t count) {
-            const TaskScore s = model.score(batch.rows(begin, count));
+            const TaskScore s = model.score(batch.rows(begin, count), positions);
             return ShardLoss{s.loss, s.count, s.correct};
           },
           config.batch, parameters, shards, workers, dropout_seed(config.seed, step));
       score = TaskScore{total.loss, total.correct, total.count};
     } else {
-      score = model.score(batch);
+      score = model.score(batch, positions);
       score.loss.backward();
     }
     const double grad_norm = torch::nn::utils::clip_grad_norm_(parameters, max_norm);

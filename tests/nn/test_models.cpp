@@ -3,6 +3,7 @@
 // independent sinusoidal table), the causal decoder never looking ahead, the
 // learned table's limit, first_layer_attention, option and token errors.
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -231,6 +232,74 @@ TEST(Models, DropoutOnlyInTraining) {
   EXPECT_GT(max_abs_diff(encoder->forward(tokens), encoder->forward(tokens)), 1e-3);
   encoder->eval();
   EXPECT_EQ(max_abs_diff(encoder->forward(tokens), encoder->forward(tokens)), 0.0);
+}
+
+// Randomized positions (Ruoss et al. 2023): a sorted draw without replacement, uniform over [0, max).
+TEST(RandomPositions, SortedDistinctUniformDraws) {
+  at::Generator g = at::make_generator<at::CPUGeneratorImpl>(11);
+  std::vector<int64_t> hits(40, 0);
+  const int64_t draws = 4000;
+  for (int64_t n = 0; n < draws; ++n) {
+    const at::Tensor p = sample_random_positions(10, 40, g);
+    ASSERT_EQ(p.sizes(), (std::vector<int64_t>{10}));
+    ASSERT_EQ(p.scalar_type(), at::kLong);
+    for (int64_t t = 0; t < 10; ++t) {
+      const int64_t v = p[t].item<int64_t>();
+      ASSERT_TRUE(v >= 0 && v < 40);
+      if (t > 0) ASSERT_LT(p[t - 1].item<int64_t>(), v);  // sorted and distinct
+      ++hits[static_cast<size_t>(v)];
+    }
+  }
+  // Each position is drawn with probability 10/40: 1000 expected hits, sd sqrt(4000 * 0.25 * 0.75) = 27.4;
+  // 5 sd is a bound a fair draw breaks with probability < 1e-5 over the 40 positions.
+  for (int64_t v = 0; v < 40; ++v) EXPECT_NEAR(hits[static_cast<size_t>(v)], 1000, 137) << v;
+  EXPECT_TRUE(at::equal(sample_random_positions(40, 40, g), at::arange(40, at::kLong)));  // the whole range
+  expect_value_error([&] { sample_random_positions(41, 40, g); },
+                     "[random_positions] length must be in 0..max_positions = 40, got 41");
+}
+
+TEST(RandomPositions, ModelsDrawInTrainingOnlyAndTakeExplicitPositions) {
+  for (const char* encoding : {"rope", "learned", "sinusoidal+rope"}) {
+    SCOPED_TRACE(encoding);
+    at::manual_seed(3);
+    TransformerEncoder model(small(encoding).random_positions(32));
+    const at::Tensor tokens = random_tokens(2, 8);
+    model->eval();
+    const at::Tensor at_range = model->forward(tokens);
+    // Explicit 0..T-1 is the default.
+    EXPECT_TRUE(at::equal(model->forward(tokens, {}, at::arange(8, at::kLong)), at_range));
+    // Eval mode never draws.
+    EXPECT_TRUE(at::equal(model->forward(tokens), at_range));
+    // Training mode draws: the same as the explicit draw from the same generator state.
+    model->train();
+    at::manual_seed(9);
+    const at::Tensor drawn = model->forward(tokens);
+    at::manual_seed(9);
+    const at::Tensor positions = sample_random_positions(8, 32);
+    EXPECT_TRUE(at::equal(drawn, model->forward(tokens, {}, positions)));
+    EXPECT_FALSE(at::allclose(drawn, at_range));
+  }
+  // RoPE alone sees only offsets: shifting every position leaves an encoder's output unchanged.
+  at::manual_seed(4);
+  TransformerEncoder rope(small("rope"));
+  rope->eval();
+  const at::Tensor tokens = random_tokens(2, 8).to(at::kLong);
+  const at::Tensor base = rope->forward(tokens, {}, at::arange(8, at::kLong) * 3);
+  EXPECT_TRUE(at::allclose(base, rope->forward(tokens, {}, at::arange(8, at::kLong) * 3 + 1000), 1e-4, 1e-4));
+}
+
+TEST(RandomPositions, Errors) {
+  expect_value_error([] { TransformerEncoder(small("alibi").random_positions(64)); },
+                     "[TransformerEncoder] random_positions needs an input or query/key encoding (absolute or "
+                     "rotary), got 'alibi'");
+  expect_value_error([] { TransformerEncoder(small("learned").random_positions(64)); },
+                     "[TransformerEncoder] random_positions 64 needs max_positions >= 64 (rows of the learned "
+                     "table), got 32");
+  expect_value_error([] { TransformerEncoder(small("rope").random_positions(-1)); },
+                     "[TransformerEncoder] random_positions must be >= 0 (0: off), got -1");
+  TransformerDecoder decoder(small("rope"));
+  expect_value_error([&] { decoder->forward(random_tokens(1, 8), at::arange(7, at::kLong)); },
+                     "[TransformerDecoder] positions must be int64 (T) = (8), got [7]");
 }
 
 TEST(Models, OptionErrors) {

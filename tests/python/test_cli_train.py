@@ -133,11 +133,14 @@ def test_progress_bar_on_a_terminal(tmp_path):
     assert text.endswith("\n")
 
 
-def test_sigkill_and_resume_is_bit_identical(tmp_path):
+# Randomized positions draw once per step from their own seed stream: a resume must draw the same.
+@pytest.mark.parametrize("extra", [[], ["--random-positions", "40"]], ids=["plain", "random-positions"])
+def test_sigkill_and_resume_is_bit_identical(tmp_path, extra):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    train(straight, *KILL_RUN)
+    kill_run = KILL_RUN + extra
+    train(straight, *kill_run)
 
-    proc = subprocess.Popen([cli_path(), "train", *KILL_RUN, "--out", killed],
+    proc = subprocess.Popen([cli_path(), "train", *kill_run, "--out", killed],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # Killed once checkpoint 40 exists and metrics.jsonl has gone past it (step 42), so the resume must
     # cut the record back to the checkpoint (the kill usually lands well before checkpoint 60).
@@ -154,7 +157,7 @@ def test_sigkill_and_resume_is_bit_identical(tmp_path):
     assert proc.wait() == -signal.SIGKILL, "the run ended before it could be killed"
     assert not (killed / "checkpoints" / "step-00000300").exists()
 
-    r = run("train", *KILL_RUN, "--out", killed, "--resume")
+    r = run("train", *kill_run, "--out", killed, "--resume")
     assert r.returncode == 0, r.stderr
     assert "posenc: warning" not in r.stderr or "is incomplete (no MANIFEST)" in r.stderr, r.stderr
     assert (straight / "metrics.jsonl").read_bytes() == (killed / "metrics.jsonl").read_bytes()
@@ -331,12 +334,33 @@ def test_encodings_lists_every_name_with_point_and_parameters():
     ({"encoding": "rope", "steps": 0}, "[train] steps must be >= 1, got 0"),
     ({"encoding": "learned", "max_positions": 4}, "[train] max_positions must be >= seq_len (8), got 4"),
     ({"encoding": "rope", "attention": "flash"}, "[train] attention must be 'fused' or 'composed', got 'flash'"),
+    ({"encoding": "alibi", "random_positions": 64},
+     "[train] random_positions needs an input or query/key encoding (absolute or rotary), got 'alibi'"),
+    ({"encoding": "learned+alibi", "random_positions": 64, "max_positions": 32},
+     "[train] random_positions 64 needs max_positions >= 64 (rows of the learned table), got 32"),
+    ({"encoding": "rope", "random_positions": 4}, "[train] random_positions must be 0 (off) or >= seq_len (8), got 4"),
 ])
 def test_bad_training_arguments_exit_2_before_writing(tmp_path, changes, message):
     out = tmp_path / "run"
     r = run("train", *small_run(**changes), "--out", out)
     one_error_line(r, 2, message)
     assert not out.exists()
+
+
+def test_random_positions_are_recorded_and_change_training_only(tmp_path):
+    plain, randomized = tmp_path / "plain", tmp_path / "randomized"
+    train(plain, *small_run(encoding="rope"))
+    train(randomized, *small_run(encoding="rope", random_positions=64))
+    config = json.loads((randomized / "config.json").read_text())
+    assert config["random_positions"] == 64 and config["max_positions"] == 64
+    assert json.loads((plain / "config.json").read_text())["random_positions"] == 0
+    # Same seed, same data: only the positions differ, so the trajectories do.
+    assert (plain / "metrics.jsonl").read_text() != (randomized / "metrics.jsonl").read_text()
+    # Evaluation uses 0..T-1 (no draw): two evaluations agree exactly.
+    a = run("eval", "--checkpoint", randomized, "--lengths", "8", "--json")
+    b = run("eval", "--checkpoint", randomized, "--lengths", "8", "--json")
+    assert a.returncode == 0, a.stderr
+    assert json.loads(a.stdout)["lengths"] == json.loads(b.stdout)["lengths"]
 
 
 def test_unknown_task_and_missing_options_exit_2(tmp_path):

@@ -21,6 +21,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -44,14 +45,26 @@ struct TransformerOptions {
   TORCH_ARG(int64_t, max_positions) = 512;  // learned table rows
   TORCH_ARG(int64_t, num_classes) = 2;   // encoder classification head
   TORCH_ARG(bool, masked_lm_head) = false;  // encoder: also a D -> vocab head (masked-LM pretraining)
+  // Randomized positions (Ruoss et al., ACL 2023): > 0, a model in training
+  // mode given no positions draws them as a sorted random subset of
+  // [0, random_positions) per forward (torch's default generator); in eval
+  // mode positions are 0..T-1. Needs an input or query/key family in the
+  // encoding, and max_positions >= random_positions for a learned table.
+  TORCH_ARG(int64_t, random_positions) = 0;
   TORCH_ARG(EncodingConfig, encoding_config);  // dim, num_heads, max_positions, causal are overwritten from above
 };
+
+// T distinct positions drawn uniformly from [0, max_positions), sorted
+// ascending: int64 (T). generator null: torch's default. Throws
+// "[random_positions] length must be in 0..max_positions = 64, got 65".
+at::Tensor sample_random_positions(int64_t length, int64_t max_positions, std::optional<at::Generator> generator = {});
 
 // One pre-LN block.
 class TransformerBlockImpl : public torch::nn::Module {
  public:
   TransformerBlockImpl(const TransformerOptions& options, AttentionEncodings encodings, bool causal);
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& key_padding_mask = {});
+  // positions (T) int64: the rotary encoding's (undefined: 0..T-1).
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& key_padding_mask = {}, const at::Tensor& positions = {});
   MultiheadAttention attention{nullptr};
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   torch::nn::Linear ffn1{nullptr}, ffn2{nullptr};
@@ -68,11 +81,16 @@ class TransformerEncoderImpl : public torch::nn::Module {
   explicit TransformerEncoderImpl(const TransformerOptions& options);
   // tokens (B, T) int64 in [0, vocab); key_padding_mask (B, T) bool, true = padding -> (B, T, D).
   // A learned table shorter than T throws "[learned] position 512 is outside the table of 512 rows (valid 0..511)".
-  at::Tensor forward(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {});
-  at::Tensor classify(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {});
-  std::tuple<at::Tensor, at::Tensor> span(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {});
+  // positions (T) int64, increasing: the positions of the input and rotary encodings (undefined: 0..T-1,
+  // or a random draw in training with options.random_positions).
+  at::Tensor forward(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {}, const at::Tensor& positions = {});
+  at::Tensor classify(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {},
+                      const at::Tensor& positions = {});
+  std::tuple<at::Tensor, at::Tensor> span(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {},
+                                          const at::Tensor& positions = {});
   // Needs masked_lm_head: "[TransformerEncoder] masked_lm needs options.masked_lm_head(true)".
-  at::Tensor masked_lm(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {});
+  at::Tensor masked_lm(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {},
+                       const at::Tensor& positions = {});
   // The first layer's attention weights (B, H, T, T) for these tokens (analysis probes).
   at::Tensor first_layer_attention(const at::Tensor& tokens);
   const TransformerOptions& options() const noexcept { return options_; }
@@ -93,8 +111,8 @@ TORCH_MODULE(TransformerEncoder);
 class TransformerDecoderImpl : public torch::nn::Module {
  public:
   explicit TransformerDecoderImpl(const TransformerOptions& options);
-  // tokens (B, T) -> next-token logits (B, T, vocab).
-  at::Tensor forward(const at::Tensor& tokens);
+  // tokens (B, T) -> next-token logits (B, T, vocab); positions as the encoder's.
+  at::Tensor forward(const at::Tensor& tokens, const at::Tensor& positions = {});
   at::Tensor first_layer_attention(const at::Tensor& tokens);
   const TransformerOptions& options() const noexcept { return options_; }
 

@@ -57,11 +57,15 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   MultiheadAttentionImpl(const MultiheadAttentionOptions& options, AttentionEncodings encodings = {});
 
   void reset_parameters();
-  // Self-attention. key_padding_mask (B, T) bool, true = padding.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& key_padding_mask = {});
+  // Self-attention. key_padding_mask (B, T) bool, true = padding. positions
+  // (T) int64, increasing: the rotary encoding's positions (undefined: 0..T-1;
+  // randomized positions, Ruoss et al. 2023, pass a sorted random subset).
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& key_padding_mask = {}, const at::Tensor& positions = {});
   // Cross / cached attention with the weights on request: (out (B, Tq, D), weights (B, H, Tq, Tk) or undefined).
+  // positions (Tk) are the keys'; the queries take the last Tq of them.
   std::tuple<at::Tensor, at::Tensor> attend(const at::Tensor& query, const at::Tensor& memory,
-                                            const at::Tensor& key_padding_mask = {}, bool return_weights = false);
+                                            const at::Tensor& key_padding_mask = {}, bool return_weights = false,
+                                            const at::Tensor& positions = {});
   void pretty_print(std::ostream& stream) const override;
 
   const MultiheadAttentionOptions& options() const noexcept { return options_; }

@@ -65,7 +65,12 @@ struct TrainConfig {
   int64_t keep_checkpoints = 3;
   int64_t log_every = 10;
   double dropout = 0.0;
-  int64_t max_positions = 0;         // rows of a learned table; 0: seq_len
+  int64_t max_positions = 0;         // rows of a learned table; 0: seq_len (random_positions when set)
+  // Randomized positions (Ruoss et al., ACL 2023): > 0, each training step
+  // gives its sequences a sorted random subset of [0, random_positions) as
+  // positions (one draw per step, seeded by seed and step); evaluation uses
+  // 0..T-1. Needs an input or query/key encoding; >= seq_len. 0: off.
+  int64_t random_positions = 0;
   // "fused" (the fused attention forward and backward; attention dropout takes the composed path)
   // | "composed" (differentiable torch ops).
   // config.json files written before the field existed read "composed", the path they trained with.
@@ -93,7 +98,9 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
 class TaskModel {
  public:
   TaskModel(const Task& task, const TrainConfig& resolved);
-  TaskScore score(const Batch& batch);
+  // positions (T) int64: the encodings' positions (undefined: 0..T-1; the trainer passes one random draw per
+  // step with random_positions, so every shard of a step sees the same).
+  TaskScore score(const Batch& batch, const at::Tensor& positions = {});
   // The first layer's attention weights (B, H, T, T) for tokens (B, T) (analysis probes).
   at::Tensor first_layer_attention(const at::Tensor& tokens);
   torch::nn::Module& module();
