@@ -158,6 +158,7 @@ class Attention {
     T *rext, *et, *lohi;  // relative keys: R (BM, ldr), a tile's E rows, R's all-clipped rows
     T *wst, *mt, *wlo;    // relative values: W (BM, ldw), per-tile max, clipped sums (2 BM)
     T *rh, *rw, *eh, *ew; // 2D relative
+    T* tb;                // the tile bias's scratch
     int64_t* gb_off;      // grid bias: per lane offset
   };
 
@@ -232,6 +233,7 @@ class Attention {
       off_.eh = take(hg_ * bm);
       off_.ew = take(wg_ * bm);
     }
+    if (t_.tile_bias != nullptr) off_.tb = take(t_.tile_bias->scratch_size(bm, kKeyTile));
     per_thread_ = n;
   }
 
@@ -244,6 +246,7 @@ class Attention {
     w.rext = base + off_.rext, w.et = base + off_.et, w.lohi = base + off_.lohi;
     w.wst = base + off_.wst, w.mt = base + off_.mt, w.wlo = base + off_.wlo;
     w.rh = base + off_.rh, w.rw = base + off_.rw, w.eh = base + off_.eh, w.ew = base + off_.ew;
+    w.tb = base + off_.tb;
     w.gb_off = offsets;
     // Rows past a tile's keys are read by whole-block transposes (never used): keep them finite.
     std::fill(w.st, w.st + (kKeyTile + kLanes) * kBM, T(0));
@@ -454,6 +457,8 @@ class Attention {
         for (int64_t n = 0; n < nn; ++n) w.st[n * kBM + m] += br[n];
       }
     }
+    // S^T: a query is one lane (stride 1), a key one row of kBM.
+    if (t_.tile_bias != nullptr) t_.tile_bias->add(bk.b, bk.h, bk.i0p, bk.mb, j0, nn, w.st, 1, kBM, w.tb);
     const V minus_inf = detail::broadcast<T>(-std::numeric_limits<T>::infinity());
     if (p_.causal && j0 + nn - 1 - bk.i0p > 0) {  // key j masked on lanes m < j - i0'
       const V lane = detail::lane_index<T>();
@@ -710,7 +715,7 @@ class Attention {
   bool relk_, relv_, grid_, vector_terms_, weights_, v_direct_;
   int64_t band_max_ = 1, x_first_ = 0, x_last_ = 0, ldr_ = 0, ldw_ = 0, ldx_ = 0, per_thread_ = 0;
   struct {
-    int64_t qp, qc, qw, st, o, m, kpad, vpad, rext, et, lohi, wst, mt, wlo, rh, rw, eh, ew;
+    int64_t qp, qc, qw, st, o, m, kpad, vpad, rext, et, lohi, wst, mt, wlo, rh, rw, eh, ew, tb;
   } off_{};
   std::vector<T> ob_rev_, relv_pad_, relk_t_;
   int64_t ob_ld_ = 0;
@@ -725,6 +730,16 @@ void require_data(const char* op, const char* name, const M& m) {
 }
 
 }  // namespace
+
+template <class T>
+void validate_tile_bias(const char* op, const AttentionParams& params, const TileBias<T>* tile_bias) {
+  if (tile_bias == nullptr) return;  // (the message below reads its name)
+  require(!tile_bias->needs_causal() || params.causal, op, "the ", tile_bias->name(),
+          " term needs causal attention, got causal false");
+}
+
+template void validate_tile_bias<float>(const char*, const AttentionParams&, const TileBias<float>*);
+template void validate_tile_bias<double>(const char*, const AttentionParams&, const TileBias<double>*);
 
 template <class T>
 void validate_qkv(const char* op, const BatchedMatrix<const T>& q, const BatchedMatrix<const T>& k,
@@ -766,6 +781,7 @@ void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, 
   require_data(op, "k", k);
   require_data(op, "v", v);
   require_data(op, "out", out);
+  validate_tile_bias(op, params, terms.tile_bias);
   Attention<T>(params, q, k, v, terms, out, weights, logsumexp).run();
 }
 

@@ -112,6 +112,10 @@ class Backward {
     detail::ThreadScratch<T> scratch(threads, per_thread_);
     detail::ThreadScratch<T> partial(static_cast<int>(nh_), partial_size_);
     detail::ThreadScratch<int64_t> runs(threads, 3 * (kBN + 1));
+    // The tile bias's parameter gradients: one double partial per head, summed in head order below.
+    const bool tile_grad = g_.tile_bias != nullptr && t_.tile_bias != nullptr;
+    const int64_t tile_grad_size = tile_grad ? t_.tile_bias->gradient_size() : 0;
+    detail::ThreadScratch<double> tile_partial(tile_grad ? static_cast<int>(nh_) : 1, tile_grad_size);
 #pragma omp parallel num_threads(threads)
     {
       const int th = omp_get_thread_num();
@@ -123,10 +127,20 @@ class Backward {
         T* part = partial.slice(static_cast<int>(h));
         std::fill(part, part + partial_size_, T(0));
         set_partials(w, part);
+        if (tile_grad) {
+          w.dtb = tile_partial.slice(static_cast<int>(h));
+          std::fill(w.dtb, w.dtb + tile_grad_size, 0.0);
+        }
         for (int64_t b = 0; b < nb_; ++b) head(w, b, h);
       }
     }
     for (int64_t h = 0; h < nh_; ++h) fold_partials(partial.slice(static_cast<int>(h)), h);
+    if (tile_grad) {
+      for (int64_t h = 0; h < nh_; ++h) {
+        const double* part = tile_partial.slice(static_cast<int>(h));
+        for (int64_t e = 0; e < tile_grad_size; ++e) g_.tile_bias[e] += part[e];
+      }
+    }
   }
 
  private:
@@ -142,6 +156,8 @@ class Backward {
     int64_t* runs;             // a key tile's grid rows: (first key, y, first x) per run
     // Table-gradient partials of the task's head (one table: its own, or the shared one).
     T *du, *dw, *drk, *drv, *dgh, *dgw, *dob, *dgb;
+    T* tb;                     // the tile bias's scratch
+    double* dtb;               // its parameter-gradient partial (the task's head), or null
   };
 
   // Zero the requested outputs that are accumulated (dq is written per tile).
@@ -157,6 +173,9 @@ class Backward {
     zero(g_.grid_w, t_.grid_tables * (2 * wg_ - 1) * dh_);
     zero(g_.offset_bias, nh_ * nob_);
     zero(g_.grid_bias, nh_ * ngb_);
+    if (g_.tile_bias != nullptr && t_.tile_bias != nullptr) {
+      std::fill_n(g_.tile_bias, t_.tile_bias->gradient_size(), 0.0);
+    }
     if (tq_ == 0) {  // no rows: dk, dv are zero (no task writes them)
       for (const BatchedMatrix<T>* m : {&g_.k, &g_.v}) {
         if (m->data == nullptr) continue;
@@ -230,6 +249,7 @@ class Backward {
     off_.r = relk_ || relv_ ? take(kBM * ldg_ + std::max(kBM * ldg_, dvp_)) : 0;
     off_.rh = gridh_ ? take(2 * kBM * ldh_) : 0;
     off_.rw = gridw_ ? take(2 * kBM * ldw_) : 0;
+    off_.tb = t_.tile_bias != nullptr ? take(t_.tile_bias->scratch_size(kBM, kBN)) : 0;
     per_thread_ = n + 8 * kBN;  // slack for the whole-vector and kMR-row reads past the last buffer
 
     n = 0;
@@ -254,6 +274,7 @@ class Backward {
     w.r = base + off_.r, w.gd = w.r + kBM * ldg_;
     w.rh = base + off_.rh, w.drh = w.rh + kBM * ldh_;
     w.rw = base + off_.rw, w.drw = w.rw + kBM * ldw_;
+    w.tb = base + off_.tb, w.dtb = nullptr;
     std::fill(base, base + per_thread_, T(0));  // padding rows and columns stay 0
     return w;
   }
@@ -435,6 +456,7 @@ class Backward {
                                 false);
       gather_diagonals(w.r, w.s, mb, nn);
     }
+    if (t_.tile_bias != nullptr) t_.tile_bias->add(b, h, i0p, mb, j0, nn, w.s, kTileLd, 1, w.tb);
     // Grid terms by runs of keys on one grid row: a constant (grid_h) and contiguous rows (grid_w, grid bias).
     const bool grid_keys = gridh_ || gridw_ || t_.grid_bias != nullptr;
     const int64_t nruns = grid_keys ? grid_runs(w.runs, j0, nn) : 0;
@@ -520,6 +542,7 @@ class Backward {
     }
     const T* ds = w.dp;
     // ---- bias gradients
+    if (w.dtb != nullptr) t_.tile_bias->accumulate_gradient(b, h, i0p, mb, j0, nn, ds, kTileLd, 1, w.dtb, w.tb);
     for (int64_t m = 0; m < mb; ++m) {
       const T* row = ds + m * kTileLd;
       if (g_.bias.data != nullptr) std::copy(row, row + nn, g_.bias.row(b, h, i0 + m) + j0);
@@ -611,7 +634,7 @@ class Backward {
   int64_t d_min_, nx_, ldx_, ldk_, ldg_, nob_, ngb_, ldh_, ldw_;
   int64_t per_thread_ = 0, partial_size_ = 0;
   struct {
-    int64_t kp, kt, vt, qc, qw, qs, go, dd, s, p, dp, dqc, r, rh, rw;
+    int64_t kp, kt, vt, qc, qw, qs, go, dd, s, p, dp, dqc, r, rh, rw, tb;
   } off_{};
   struct {
     int64_t du, dw, drk, drv, dgh, dgw, dob, dgb;
@@ -662,6 +685,8 @@ void attention_backward(const AttentionParams& params, BatchedMatrix<const T> q,
   term("grid_w", grads.grid_w, terms.grid_w);
   term("offset_bias", grads.offset_bias, terms.offset_bias);
   term("grid_bias", grads.grid_bias, terms.grid_bias);
+  term("tile_bias", grads.tile_bias, terms.tile_bias);
+  validate_tile_bias(op, params, terms.tile_bias);
   require(terms.relative_shift == nullptr || terms.rel_k != nullptr, op,
           "relative_shift shifts the queries of the rel_k term and needs rel_k, got none");
   const auto data = [&](const char* name, const void* p, int64_t b, int64_t h, int64_t r, int64_t c) {

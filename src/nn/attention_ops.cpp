@@ -21,7 +21,9 @@
 #include "dispatch.h"
 #include "dropout.h"
 #include "op_support.h"
+#include "ops/fire_support.h"
 #include "posenc/nn/attention_ops.h"
+#include "posenc/nn/fire_bias.h"
 #include "posenc/nn/relative_ops.h"
 
 namespace posenc::nn {
@@ -119,7 +121,8 @@ bool needs_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
   if (!at::GradMode::is_enabled()) return false;
   for (const at::Tensor* t : {&q, &k, &v, &terms.offset_bias, &terms.grid_bias, &terms.bias, &terms.rel_k,
                               &terms.rel_v, &terms.content_shift, &terms.relative_shift, &terms.grid_h,
-                              &terms.grid_w}) {
+                              &terms.grid_w, &terms.fire.w1, &terms.fire.b1, &terms.fire.w2, &terms.fire.b2,
+                              &terms.fire.c, &terms.fire.threshold}) {
     if (t->defined() && t->requires_grad()) return true;
   }
   return false;
@@ -186,6 +189,20 @@ void check_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
                       tuple_of(terms.bias.sizes()));
   }
 
+  // ---- FIRE (computed per tile on the fused path)
+  const FireTerm& fire = terms.fire;
+  if (fire.w1.defined() || fire.b1.defined() || fire.w2.defined() || fire.b2.defined() || fire.c.defined() ||
+      fire.threshold.defined()) {
+    detail::check_fire(kOp, "fire_", fire, heads);
+    for (const auto& [name, t] : {std::pair{"fire_w1", &fire.w1}, std::pair{"fire_b1", &fire.b1},
+                                  std::pair{"fire_w2", &fire.w2}, std::pair{"fire_b2", &fire.b2},
+                                  std::pair{"fire_c", &fire.c}, std::pair{"fire_threshold", &fire.threshold}}) {
+      check_term(name, *t, q);
+    }
+    TORCH_CHECK_VALUE(call.causal || terms.causal, "[", kOp,
+                      "] the FIRE term needs causal attention (FIRE is defined for decoders), got causal false");
+  }
+
   // ---- relative vectors
   if (terms.rel_k.defined() || terms.rel_v.defined()) {
     const int64_t max_distance = terms.max_distance;
@@ -249,12 +266,15 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(
     const c10::optional<at::Tensor>& content_shift, const c10::optional<at::Tensor>& relative_shift,
     const c10::optional<at::Tensor>& grid_h, const c10::optional<at::Tensor>& grid_w, int64_t grid_height,
     int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
-    bool return_weights) {
+    bool return_weights, const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
+    const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
+    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("posenc::attention_fused", "")
                              .typed<decltype(attention_fused)>();
   return op.call(q, k, v, offset_bias, grid_bias, bias, rel_k, rel_v, max_distance, content_shift, relative_shift,
-                 grid_h, grid_w, grid_height, grid_width, causal, key_padding_mask, scale, return_weights);
+                 grid_h, grid_w, grid_height, grid_width, causal, key_padding_mask, scale, return_weights, fire_w1,
+                 fire_b1, fire_w2, fire_b2, fire_c, fire_threshold);
 }
 
 }  // namespace dispatch
@@ -311,6 +331,10 @@ std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const
     logits = logits + in(terms.grid_bias).flatten(1).index_select(1, index).view({heads, q_len, k_len});
   }
   if (terms.bias.defined()) logits = logits + in(terms.bias);
+  if (terms.fire.defined() && q_len > 0 && k_len > 0) {
+    const FireTerm& f = terms.fire;
+    logits = logits + ops::fire_bias(in(f.w1), in(f.b1), in(f.w2), in(f.b2), in(f.c), in(f.threshold), q_len, k_len);
+  }
 
   // Masks: (1 | B, 1, Tq, Tk) bool, true = hidden.
   at::Tensor mask;
@@ -347,7 +371,8 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at
       terms.max_distance, opt(terms.content_shift), opt(terms.relative_shift), opt(terms.grid_h), opt(terms.grid_w),
       terms.grid_height, terms.grid_width, call.causal || terms.causal,
       call.key_padding_mask ? opt(*call.key_padding_mask) : c10::nullopt,
-      call.scale ? c10::optional<double>(*call.scale) : c10::nullopt, call.return_weights);
+      call.scale ? c10::optional<double>(*call.scale) : c10::nullopt, call.return_weights, opt(terms.fire.w1),
+      opt(terms.fire.b1), opt(terms.fire.w2), opt(terms.fire.b2), opt(terms.fire.c), opt(terms.fire.threshold));
   return {out, call.return_weights ? weights : at::Tensor()};
 }
 

@@ -171,7 +171,10 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(
     const c10::optional<at::Tensor>& content_shift, const c10::optional<at::Tensor>& relative_shift,
     const c10::optional<at::Tensor>& grid_h, const c10::optional<at::Tensor>& grid_w, int64_t grid_height,
     int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
-    bool return_weights);
+    bool return_weights,
+    const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
+    const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
+    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold);
 
 }  // namespace posenc::nn::dispatch
 

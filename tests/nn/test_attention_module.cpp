@@ -57,6 +57,14 @@ MultiheadAttention make_layer(const std::string& name, bool causal, at::ScalarTy
   return m;
 }
 
+// A plan with a decoder-only family (nope, fire): an encoder refuses it.
+bool needs_decoder(const std::string& name) {
+  for (const std::string& part : parse_encoding(name).parts) {
+    if (find_encoding_family(part)->needs.causal) return true;
+  }
+  return false;
+}
+
 bool has_part(const std::string& name, const std::string& part) {
   const auto parts = parse_encoding(name).parts;
   return std::find(parts.begin(), parts.end(), part) != parts.end();
@@ -171,8 +179,9 @@ Reference reference(MultiheadAttentionImpl& m, const std::string& name, const at
     q = rotate(q, k_len - q_len, c.base, xpos ? c.xpos_scale_base : 0.0, +1.0);
     k = rotate(k, 0, c.base, xpos ? c.xpos_scale_base : 0.0, -1.0);
   }
-  const bool causal = m.options().causal() ||
-                      ((has_part(name, "alibi") || has_part(name, "kerple") || has_part(name, "kerple-power")) && c.causal);
+  const bool causal = m.options().causal() || ((has_part(name, "alibi") || has_part(name, "kerple") ||
+                                                 has_part(name, "kerple-power") || has_part(name, "dpb")) &&
+                                                c.causal);
   const Layout l = layout(batch, q_len, k_len, causal, padding);
 
   at::Tensor logits = at::einsum("bhid,bhjd->bhij", {q, k});
@@ -210,6 +219,25 @@ Reference reference(MultiheadAttentionImpl& m, const std::string& name, const at
     const at::Tensor r1 = params["bias.r1"].view({1, heads, 1, 1}), r2 = params["bias.r2"].view({1, heads, 1, 1});
     const at::Tensor dist = l.offset.abs().to(at::kDouble);
     logits = logits - (has_part(name, "kerple") ? r1 * at::log1p(r2 * dist) : r1 * at::pow(dist, r2));
+  }
+  if (has_part(name, "fire")) {
+    // Li et al. 2023: f(psi(i' - j) / psi(max(L, i'))), psi(t) = log(1 + |c| t), L = |512 L_multiplier|,
+    // f = w2 relu(w1 x + b1) + b2 per head (decoders only: the layer is causal).
+    const at::Tensor qpos = (at::arange(q_len, kF64) + static_cast<double>(k_len - q_len)).view({q_len, 1});
+    const at::Tensor c_abs = params["bias.c"].abs(), big_l = (params["bias.L_multiplier"] * 512.0).abs();
+    const at::Tensor dist = (-l.offset).clamp_min(0).to(at::kDouble);  // masked pairs are ignored
+    const at::Tensor x = at::log1p(c_abs * dist) / at::log1p(c_abs * at::maximum(big_l, qpos));
+    const at::Tensor hidden = at::relu(x.unsqueeze(-1) * params["bias.w1"] + params["bias.b1"]);  // (Tq, Tk, hd)
+    const at::Tensor f = at::einsum("ijk,hk->hij", {hidden, params["bias.w2"]}) + params["bias.b2"].view({heads, 1, 1});
+    logits = logits + f.unsqueeze(0);
+  }
+  if (has_part(name, "dpb")) {
+    // x-transformers: SiLU(W_in r + b_in), SiLU(W_h . + b_h) (depth 2), W_out . + b_out of r = i' - j.
+    const at::Tensor r = (-l.offset).to(at::kDouble).unsqueeze(-1);  // (Tq, Tk, 1)
+    at::Tensor h = at::silu(at::matmul(r, params["bias.in_weight"].t()) + params["bias.in_bias"]);
+    h = at::silu(at::matmul(h, params["bias.hidden_weight"][0].t()) + params["bias.hidden_bias"][0]);
+    const at::Tensor f = at::matmul(h, params["bias.out_weight"].t()) + params["bias.out_bias"];  // (Tq, Tk, H)
+    logits = logits + f.permute({2, 0, 1}).unsqueeze(0);
   }
   if (has_part(name, "t5")) {
     at::Tensor buckets = at::empty_like(l.offset);
@@ -258,7 +286,7 @@ TEST(MultiheadAttention, MatchesReferenceForEveryEncodingBothPaths) {
   for (bool causal : {false, true}) {
     for (const std::string& name : all_names()) {
       SCOPED_TRACE(name + (causal ? " causal" : ""));
-      if (name == "nope" && !causal) continue;  // an encoder refuses it (test_registry.cpp)
+      if (needs_decoder(name) && !causal) continue;  // an encoder refuses it (test_registry.cpp)
       at::manual_seed(1);
       MultiheadAttention m = make_layer(name, causal);
       const at::Tensor x = random_x(2, 7, 16), mask = padding_mask(2, 7);
@@ -283,7 +311,7 @@ TEST(MultiheadAttention, CrossAttentionQueriesOnTheLastKeys) {
   for (bool causal : {false, true}) {
     for (const std::string& name : all_names()) {
       SCOPED_TRACE(name + (causal ? " causal" : ""));
-      if (name == "nope" && !causal) continue;  // an encoder refuses it (test_registry.cpp)
+      if (needs_decoder(name) && !causal) continue;  // an encoder refuses it (test_registry.cpp)
       at::manual_seed(2);
       MultiheadAttention m = make_layer(name, causal);
       const at::Tensor query = random_x(2, 3, 16), memory = random_x(2, 7, 16), mask = padding_mask(2, 7);
@@ -353,7 +381,7 @@ TEST(MultiheadAttention, GradientsMatchTheReferenceForEveryParameter) {
   for (bool causal : {false, true}) {
     for (const std::string& name : all_names()) {
       SCOPED_TRACE(name + (causal ? " causal" : ""));
-      if (name == "nope" && !causal) continue;  // an encoder refuses it (test_registry.cpp)
+      if (needs_decoder(name) && !causal) continue;  // an encoder refuses it (test_registry.cpp)
       at::manual_seed(5);
       MultiheadAttention m = make_layer(name, causal);
       const at::Tensor x = random_x(2, 7, 16).requires_grad_(true), mask = padding_mask(2, 7);
@@ -371,8 +399,10 @@ TEST(MultiheadAttention, GradientsMatchTheReferenceForEveryParameter) {
         ASSERT_TRUE(got[n].defined()) << "no gradient reaches " << names[n];
         ASSERT_TRUE(want[n].defined());
         // q . b_k is the same for every key, so softmax cancels k_proj's bias
-        // (its gradient is rounding noise) unless a rotation makes it depend on j.
-        if (names[n] != "k_proj.bias" || has_part(name, "rope") || has_part(name, "rope-xpos")) {
+        // (its gradient is rounding noise) unless a rotation makes it depend on j;
+        // likewise an MLP bias's output bias, one constant per head (FIRE's b2, DPB's out_bias).
+        const bool row_constant = names[n] == "bias.b2" || names[n] == "bias.out_bias";
+        if (!row_constant && (names[n] != "k_proj.bias" || has_part(name, "rope") || has_part(name, "rope-xpos"))) {
           EXPECT_GT(got[n].abs().max().item<double>(), 1e-6);
         }
         EXPECT_LT(max_abs_diff(got[n], want[n]), 1e-10);  // float64 backward sums, as kTolF64 with more terms

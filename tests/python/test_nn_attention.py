@@ -268,9 +268,8 @@ def test_registry_modules_carry_the_cli_defaults():
 
 
 @pytest.mark.parametrize("name, message", [
-    ("foo", "[encoding] unknown encoding 'foo'; known: none, nope, sinusoidal, learned, learnable-sinusoidal, rope, "
-            "p-rope, rope-xpos, alibi, t5, kerple, kerple-power, shaw, shaw-sinusoidal, shaw-learnable-sinusoidal, xl "
-            "(combine with '+')"),
+    ("foo", "[encoding] unknown encoding 'foo'; known: " + ", ".join(e["name"] for e in pnn.registry.CATALOG)
+     + " (combine with '+')"),
     ("alibi+t5", "[encoding] 'alibi+t5' has two logit bias encodings (alibi, t5); use at most one per point"),
     ("none+rope", "[encoding] 'none' cannot be combined, got 'none+rope'"),
     ("rope+", "[encoding] empty part in 'rope+'"),

@@ -20,6 +20,9 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
+
+import posenc  # noqa: F401  (loads the op library: the registry's catalog)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = os.environ.get("POSENC_CLI", str(REPO / "build" / "bin" / "posenc"))
@@ -29,7 +32,11 @@ INPUT_TABLES = ["sinusoidal", "index", "normalized", "binary", "signed-binary", 
 QUERY_KEY = ["rope", "p-rope", "rope-axial-2d", "rope-xpos"]
 BIASES = ["alibi", "t5", "kerple", "kerple-power"]
 RELATIVE = ["shaw", "sinusoidal-relative", "xl", "2d-relative"]
-FAMILIES = INPUT_TABLES + QUERY_KEY + BIASES + RELATIVE
+# Then one section per registry family none of the above shows (FIRE, DPB, ...), from the descriptors.
+_CATALOG = json.loads(torch.ops.posenc.encoding_catalog())
+GENERIC = [f["name"] for f in _CATALOG
+           if f["report_section"] and f["report_section"] not in INPUT_TABLES + QUERY_KEY + BIASES + RELATIVE]
+FAMILIES = INPUT_TABLES + QUERY_KEY + BIASES + RELATIVE + GENERIC
 QUICK_N = 64
 
 METRIC_KEYS = ["monotonicity", "translation_invariance", "symmetry", "window", "monotone_range",

@@ -13,13 +13,16 @@
 //          + offset_bias[h, d + Tk - 1]                                     1D bias by offset
 //          + grid_bias[h, y_j - y_i + Hg - 1, x_j - x_i + Wg - 1]           2D bias by offset
 //          + bias[b?, h, i, j]                                              any dense bias
+//          + tile_bias(b, h, i', j)                                          computed per tile (FIRE)
 //   masked (-inf): j > i' when causal; key_padding[b, j] != 0
 //   p[i,:] = softmax(s[i,:]);  a row with every key masked gets p = 0 (output 0)
 //   out[i] = sum_j p[i,j] (v_j + rel_v[t(h), clip(d, -K, K) + K])
 // Every term is optional (a null pointer); t(h) = 0 for a table shared by the
 // heads, h for one table per head. Offset and grid biases are O(H*T): ALiBi
 // (-m_h |d|), T5 (table[bucket(d), h]) and their 2D forms are written in them.
-// 2D terms index rows as y*Wg + x and need Tq = Tk = Hg*Wg.
+// 2D terms index rows as y*Wg + x and need Tq = Tk = Hg*Wg. A tile bias
+// (tile_bias.h) fills each tile of scores itself: biases that depend on more
+// than the offset, never held as a (Tq, Tk) tensor.
 //
 // Layouts: q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv), out (B, H, Tq, Dv),
 // weights (B, H, Tq, Tk), each with free batch/head/row strides and unit column
@@ -30,6 +33,7 @@
 #include <cstdint>
 
 #include "posenc/kernels/batched_matrix.h"
+#include "posenc/kernels/tile_bias.h"
 
 namespace posenc::kernels {
 
@@ -59,6 +63,8 @@ struct AttentionTerms {
   // Dense bias (B, H, Tq, Tk) with free strides; stride_b 0 broadcasts over the batch.
   const T* bias = nullptr;
   int64_t bias_stride_b = 0, bias_stride_h = 0, bias_stride_r = 0;
+  // A bias computed per tile (FIRE). Null: none.
+  const TileBias<T>* tile_bias = nullptr;
 };
 
 struct AttentionParams {
@@ -79,9 +85,15 @@ struct AttentionParams {
 //   "[attention] relative tables must be shared (1) or one per head (8), got 3"
 //   "[attention] 2D terms need q_len = k_len = height*width = 2025, got q_len 2048 and k_len 2048"
 //   "[attention] weights must be (B, H, Tq, Tk) = ..., got ..."
+//   "[attention] the fire term needs causal attention, got causal false"
 void validate_attention(const char* op, const AttentionParams& params, int64_t batch, int64_t heads, int64_t q_len,
                         int64_t k_len, int64_t head_dim, int64_t value_dim, int64_t rel_tables, int64_t max_distance,
                         bool grid_terms, int64_t grid_height, int64_t grid_width, int64_t grid_tables);
+
+// A tile bias that needs_causal() with params.causal false:
+// "[attention] the fire term needs causal attention, got causal false".
+template <class T>
+void validate_tile_bias(const char* op, const AttentionParams& params, const TileBias<T>* tile_bias);
 
 // Checks q, k, v against each other (the first two messages above; q's extents >= 0).
 template <class T>

@@ -11,6 +11,7 @@
 //   dgrid_h[t] = scale sum ds q_i over pairs at that row offset (grid_w likewise)
 //   doffset_bias[h, d + Tk - 1] = sum over b and pairs at offset d of ds
 //   dgrid_bias likewise by (dy, dx);  dbias = ds (dense, (B, H, Tq, Tk))
+//   dtile_bias = the term's own sum over tiles of ds * db/dparams
 // Masked pairs have p = 0 and get no gradient; rows with every key masked
 // (lse = +inf) give zeros, as the composed path.
 //
@@ -18,7 +19,9 @@
 // (dynamic schedule: a thread that loses its core to another process takes
 // fewer heads). dq, dk, dv and the head's table gradients are each summed in
 // one fixed order; tables shared by the heads get the heads' sums in head
-// order. Results are deterministic and do not depend on the thread count.
+// order; a tile bias's parameter gradients are accumulated per head (in
+// double) and summed in head order too. Results are deterministic and do not
+// depend on the thread count.
 // Extra memory per thread: O((Tq + Tk) * (Dh + Dv)) for the packed keys,
 // values and relative bands; per head, the table gradients (O((Tq + Tk) * Dh)
 // with relative tables).
@@ -37,7 +40,8 @@ namespace posenc::kernels {
 //   rel_v [tables, 2K+1, Dv]; grid_h [grid_tables, 2Hg-1, Dh]; grid_w
 //   [grid_tables, 2Wg-1, Dh]; offset_bias [H, Tq + Tk - 1]; grid_bias
 //   [H, 2Hg-1, 2Wg-1]; bias (B, H, Tq, Tk) (dense, summed by the caller to
-//   the bias's own shape).
+//   the bias's own shape); tile_bias [terms.tile_bias->gradient_size()] in
+//   double, laid out as the term documents.
 template <class T>
 struct AttentionGradients {
   BatchedMatrix<T> q, k, v;
@@ -50,6 +54,7 @@ struct AttentionGradients {
   T* offset_bias = nullptr;
   T* grid_bias = nullptr;
   BatchedMatrix<T> bias;
+  double* tile_bias = nullptr;
 };
 
 // out and logsumexp are the forward's (attention_forward with logsumexp);

@@ -11,7 +11,7 @@
 // Shapes: q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv) -> out (B, H, Tq, Dv)
 // [and weights (B, H, Tq, Tk)]. Query i sits at key position i + Tk - Tq.
 //   logits = scale * ((q + u) . k + (q + w) . rel_k[clip(j - i', -K, K) + K] + 2D relative)
-//            + offset_bias[h, j - i' + Tk - 1] + grid_bias + bias,  masks -> -inf
+//            + offset_bias[h, j - i' + Tk - 1] + grid_bias + bias + fire(i', j),  masks -> -inf
 //   out    = softmax(logits) @ v + sum_j p_ij rel_v[clip(j - i', -K, K) + K]
 // A row whose keys are all masked gives zeros (not NaN), on both paths.
 // Inputs float32 / float64 / bfloat16 / float16 (all the same dtype); the math
@@ -27,6 +27,19 @@
 
 namespace posenc::nn {
 
+// FIRE's parameters (posenc/kernels/fire.h, posenc/nn/fire_bias.h): a logit
+// bias that depends on the query position as well as the offset, computed per
+// tile by the fused kernel (no (Tq, Tk) tensor) and densely by the composed
+// path; it needs causal attention. Undefined w1: absent.
+struct FireTerm {
+  at::Tensor w1, b1;    // [hidden]: the 1 -> hidden layer
+  at::Tensor w2;        // [H, hidden]
+  at::Tensor b2;        // [H]
+  at::Tensor c;         // 0-d, > 0
+  at::Tensor threshold; // 0-d L, > 0
+  bool defined() const noexcept { return w1.defined(); }
+};
+
 // The terms an encoding contributes inside attention, by point of DESIGN.md
 // section 2 (the attention layer collects them from its encodings without
 // knowing the families). Undefined tensors are absent terms.
@@ -36,6 +49,7 @@ struct AttentionTerms {
   at::Tensor grid_bias;    // [H, 2*grid_height - 1, 2*grid_width - 1] by (dy, dx) (2D ALiBi, 2D T5)
   at::Tensor bias;         // dense, broadcastable to (B, H, Tq, Tk): [H, Tq, Tk] or (B, H, Tq, Tk)
   bool causal = false;     // a family may ask for the causal mask (e.g. causal ALiBi)
+  FireTerm fire;           // computed per tile (FIRE); needs causal
   // ---- relative vectors
   at::Tensor rel_k;             // [2K+1, Dh] or [H, 2K+1, Dh]
   at::Tensor rel_v;             // [2K+1, Dv] or [H, 2K+1, Dv]

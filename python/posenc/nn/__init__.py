@@ -7,7 +7,8 @@ initialisations, error messages); docs/python_modules.md documents them.
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
                      LearnableSinusoidalEncoding
     query/key        RotaryEmbedding, RotaryEmbeddingAxial, MultimodalRotaryEmbedding
-    logit bias       AlibiBias, T5Bias, AlibiBias2d, T5Bias2d, KerpleBias
+    logit bias       AlibiBias, T5Bias, AlibiBias2d, T5Bias2d, KerpleBias, FireBias, DynamicPositionBias,
+                     ContinuousPositionBias2d
     relative vectors ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d
     attention        MultiheadAttention
 """
@@ -23,6 +24,8 @@ from .absolute import (
 )
 from .attention import MultiheadAttention
 from .bias import AlibiBias, AlibiBias2d, KerpleBias, T5Bias, T5Bias2d
+from .fire import FireBias
+from .dpb import ContinuousPositionBias2d, DynamicPositionBias
 from .registry import ENCODINGS, parse_encoding
 from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
 from .rotary import MultimodalRotaryEmbedding, RotaryEmbedding, RotaryEmbeddingAxial
@@ -31,6 +34,9 @@ __all__ = [
     "ENCODINGS",
     "AlibiBias",
     "AlibiBias2d",
+    "ContinuousPositionBias2d",
+    "DynamicPositionBias",
+    "FireBias",
     "KerpleBias",
     "LearnableSinusoidalEncoding",
     "LearnedEncoding",

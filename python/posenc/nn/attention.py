@@ -1,7 +1,8 @@
 """Multi-head attention into which any encoding plugs through the points of DESIGN.md section 2: a
-query/key transform (RotaryEmbedding), a logit bias (AlibiBias, T5Bias, AlibiBias2d, T5Bias2d) and
-relative vectors (ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d). The input point
-is the model's, before the first layer. The layer names no family: each encoding hands over its
+query/key transform (RotaryEmbedding), a logit bias (AlibiBias, T5Bias, KerpleBias, FireBias,
+DynamicPositionBias and the 2D ones) and relative vectors (ShawRelative, SinusoidalRelative,
+TransformerXLRelative, Relative2d): each module class names its point in its `point` attribute. The
+input point is the model's, before the first layer. The layer names no family: each encoding hands over its
 attention_kwargs and the layer calls posenc.attention (the fused kernel by default).
 
     x (B, T, D) -> (B, T, D); attend: query (B, Tq, D), memory (B, Tk, D)
@@ -20,35 +21,28 @@ from torch import nn
 import posenc
 
 from ._common import choice, fail, integer
-from .bias import AlibiBias, AlibiBias2d, KerpleBias, T5Bias, T5Bias2d
 from .registry import make_encodings
-from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
-from .rotary import RotaryEmbedding
 
 __all__ = ["MultiheadAttention"]
 
 _NAME = "MultiheadAttention"
-_POINTS = (
-    ("rotary", "query/key", (RotaryEmbedding,)),
-    ("bias", "logit bias", (AlibiBias, T5Bias, AlibiBias2d, T5Bias2d, KerpleBias)),
-    ("relative", "relative vectors", (ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d)),
-)
+# A module's class attribute `point` names where it plugs in; the slot that holds it here.
+_SLOTS = {"query/key": "rotary", "logit bias": "bias", "relative vectors": "relative"}
 
 
 def _by_point(modules):
     """{"rotary": m, "bias": m, "relative": m} from a list of encoding modules, at most one per point."""
     found = {}
     for module in modules:
-        for slot, point, kinds in _POINTS:
-            if isinstance(module, kinds):
-                if slot in found:
-                    fail(_NAME, f"encoding has two {point} modules ({type(found[slot]).__name__}, "
-                                f"{type(module).__name__}); use at most one per point")
-                found[slot] = module
-                break
-        else:
+        point = getattr(type(module), "point", None)
+        if point not in _SLOTS:
             raise TypeError(f"[{_NAME}] encoding must be a name, an encoding module or a list of them; "
                             f"{type(module).__name__} is not a query/key, logit bias or relative vectors module")
+        slot = _SLOTS[point]
+        if slot in found:
+            fail(_NAME, f"encoding has two {point} modules ({type(found[slot]).__name__}, "
+                        f"{type(module).__name__}); use at most one per point")
+        found[slot] = module
     return found
 
 

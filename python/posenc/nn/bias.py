@@ -68,6 +68,14 @@ class AlibiBias(nn.Module):
     (persistent: it is the module's state).
     """
 
+    point = "logit bias"  # where MultiheadAttention plugs it in
+    registry_names = ("alibi",)  # the C++ registry names it builds (posenc encodings)
+
+    @classmethod
+    def from_registry(cls, name, num_heads, head_dim, causal, defaults):
+        """The module the C++ registry builds for `name`, at the catalog's defaults."""
+        return cls(num_heads, causal=causal)
+
     def __init__(self, num_heads, *, causal=False, slopes=None):
         super().__init__()
         name = "AlibiBias"
@@ -125,6 +133,15 @@ class T5Bias(nn.Module):
     the decoder's causal buckets. T5's attention has no 1/sqrt(Dh): use posenc.attention(..., scale=1.0)
     to match it."""
 
+    point = "logit bias"  # where MultiheadAttention plugs it in
+    registry_names = ("t5",)  # the C++ registry names it builds (posenc encodings)
+
+    @classmethod
+    def from_registry(cls, name, num_heads, head_dim, causal, defaults):
+        """The module the C++ registry builds for `name`, at the catalog's defaults."""
+        return cls(num_heads, num_buckets=defaults["t5_num_buckets"], max_distance=defaults["t5_max_distance"],
+                   bidirectional=not causal, init_std=defaults["init_std"])
+
     def __init__(self, num_heads, *, num_buckets=32, max_distance=128, bidirectional=True, init_std=0.02):
         super().__init__()
         name = "T5Bias"
@@ -173,6 +190,8 @@ class AlibiBias2d(nn.Module):
     """ALiBi on a height x width grid flattened as y*width + x: -m_h dist((y, x), (y', x')), distance
     "euclidean" or "manhattan"; q_len = k_len = height*width. Buffer "slopes" as AlibiBias."""
 
+    point = "logit bias"  # where MultiheadAttention plugs it in
+
     def __init__(self, num_heads, height, width, *, distance="euclidean"):
         super().__init__()
         name = "AlibiBias2d"
@@ -201,6 +220,8 @@ class AlibiBias2d(nn.Module):
 class T5Bias2d(nn.Module):
     """T5 buckets on a grid: table_h[bucket(y' - y), h] + table_w[bucket(x' - x), h], parameters table_h and
     table_w [num_buckets, num_heads]; q_len = k_len = height*width."""
+
+    point = "logit bias"  # where MultiheadAttention plugs it in
 
     def __init__(self, num_heads, height, width, *, num_buckets=32, max_distance=128, bidirectional=True,
                  init_std=0.02):
@@ -244,6 +265,14 @@ class KerpleBias(nn.Module):
     U(0, 2) and U(0, 1) unless r1 / r2 give every head's initial value, projected before each use onto
     [eps, inf) (power: r2 onto [eps, 2]) in place, as the authors' code does (C++: include/posenc/nn/kerple_bias.h).
     """
+
+    point = "logit bias"  # where MultiheadAttention plugs it in
+    registry_names = ("kerple", "kerple-power")  # the C++ registry names it builds (posenc encodings)
+
+    @classmethod
+    def from_registry(cls, name, num_heads, head_dim, causal, defaults):
+        """The module the C++ registry builds for `name`, at the catalog's defaults."""
+        return cls(num_heads, kind="log" if name == "kerple" else "power", causal=causal)
 
     def __init__(self, num_heads, *, kind="log", causal=False, r1=None, r2=None, eps=0.01):
         super().__init__()

@@ -1,9 +1,9 @@
 """Encodings by name for MultiheadAttention, read from the C++ families' descriptors.
 
 `torch.ops.posenc.encoding_catalog()` returns what include/posenc/nn/encoding_family.h defines for
-every family (name, point, needs, parameters with defaults and ranges); this module keeps only what
-Python adds: which posenc.nn module builds each family (FACTORIES). A family in the catalog without
-a factory here is listed but cannot be built by MultiheadAttention (the test suite refuses that).
+every family (name, point, needs, parameters with defaults and ranges). The module that builds a
+family is the posenc.nn class that names it in `registry_names` (its `from_registry` classmethod);
+no list here restates either.
 """
 
 import json
@@ -11,11 +11,8 @@ import json
 import torch
 
 from ._common import fail
-from .bias import AlibiBias, KerpleBias, T5Bias
-from .relative import ShawRelative, SinusoidalRelative, TransformerXLRelative
-from .rotary import RotaryEmbedding
 
-__all__ = ["CATALOG", "DEFAULTS", "ENCODINGS", "FACTORIES", "make_encodings", "parse_encoding"]
+__all__ = ["CATALOG", "DEFAULTS", "ENCODINGS", "make_encodings", "module_class", "parse_encoding"]
 
 # The descriptors, in `posenc encodings` order.
 CATALOG = json.loads(torch.ops.posenc.encoding_catalog())
@@ -23,30 +20,25 @@ CATALOG = json.loads(torch.ops.posenc.encoding_catalog())
 # Every family's settings at their defaults (max_positions included).
 DEFAULTS = {p["name"]: p["default"] for family in CATALOG for p in family["parameters"]}
 
-_D = DEFAULTS
-# name -> factory(num_heads, head_dim, causal) for the inner points MultiheadAttention builds.
-FACTORIES = {
-    "rope": lambda h, dh, causal: RotaryEmbedding(dh, base=_D["base"]),
-    # p-RoPE (Barbero et al. 2024) is Hugging Face's "proportional" type at factor 1.
-    "p-rope": lambda h, dh, causal: RotaryEmbedding(dh, base=_D["base"], scaling={
-        "rope_type": "proportional", "partial_rotary_factor": _D["rope_fraction"]}),
-    "rope-xpos": lambda h, dh, causal: RotaryEmbedding(dh, base=_D["base"], xpos_scale_base=_D["xpos_scale_base"]),
-    "alibi": lambda h, dh, causal: AlibiBias(h, causal=causal),
-    "t5": lambda h, dh, causal: T5Bias(h, num_buckets=_D["t5_num_buckets"], max_distance=_D["t5_max_distance"],
-                                       bidirectional=not causal, init_std=_D["init_std"]),
-    "kerple": lambda h, dh, causal: KerpleBias(h, kind="log", causal=causal),
-    "kerple-power": lambda h, dh, causal: KerpleBias(h, kind="power", causal=causal),
-    "shaw": lambda h, dh, causal: ShawRelative(_D["max_distance"], dh, num_heads=0, values=True,
-                                               init_std=_D["init_std"]),
-    "shaw-sinusoidal": lambda h, dh, causal: SinusoidalRelative(_D["max_distance"], dh, base=_D["base"], values=True,
-                                                                learnable=False),
-    "shaw-learnable-sinusoidal": lambda h, dh, causal: SinusoidalRelative(_D["max_distance"], dh, base=_D["base"],
-                                                                          values=True, learnable=True),
-    "xl": lambda h, dh, causal: TransformerXLRelative(h, dh, base=_D["base"], init_std=_D["init_std"]),
-}
 
-# name -> (point, factory or None): None for the points MultiheadAttention does not hold (none, input).
-ENCODINGS = {family["name"]: (family["point"], FACTORIES.get(family["name"])) for family in CATALOG}
+def module_class(name):
+    """The posenc.nn class whose registry_names holds `name` (its from_registry builds it), or None."""
+    import posenc.nn as package  # read when called: every module class is exported by then
+
+    for obj in vars(package).values():
+        if name in getattr(obj, "registry_names", ()):
+            return obj
+    return None
+
+
+def _factory(name):
+    return lambda num_heads, head_dim, causal: module_class(name).from_registry(name, num_heads, head_dim, causal,
+                                                                                DEFAULTS)
+
+
+# name -> (point, factory(num_heads, head_dim, causal)): None for the points MultiheadAttention does not hold.
+ENCODINGS = {family["name"]: (family["point"], None if family["point"] in ("none", "input") else _factory(family["name"]))
+             for family in CATALOG}
 _FAMILIES = {family["name"]: family for family in CATALOG}
 
 
@@ -87,8 +79,9 @@ def make_encodings(name, num_heads, head_dim, causal):
             fail("encoding", f"{part} needs an even head_dim, got {head_dim}")
         if needs["even_dim"] and (num_heads * head_dim) % 2:
             fail("encoding", f"{part} needs an even dim, got {num_heads * head_dim}")
-        if factory is None and point != "none":
+        if factory is None:
+            continue
+        if module_class(part) is None:
             fail("MultiheadAttention", f"'{part}' has no posenc.nn module yet; use the C++ MultiheadAttention")
-        if factory is not None:
-            modules.append(factory(num_heads, head_dim, causal))
+        modules.append(factory(num_heads, head_dim, causal))
     return modules

@@ -52,6 +52,8 @@ def _check_4d(name, argument, t, layout):
 
 
 class _Relative(nn.Module):
+
+    point = "relative vectors"  # where MultiheadAttention plugs it in
     name = ""
 
     def _check_qk(self, q, k):
@@ -79,6 +81,12 @@ class ShawRelative(_Relative):
     travels as a dense bias (B, H, Tq, Tk), already multiplied by the attention scale:
     attention_kwargs(..., k=, scale=) needs the keys then.
     """
+    registry_names = ("shaw",)  # the C++ registry names it builds (posenc encodings)
+
+    @classmethod
+    def from_registry(cls, name, num_heads, head_dim, causal, defaults):
+        """The module the C++ registry builds for `name`, at the catalog's defaults."""
+        return cls(defaults["max_distance"], head_dim, num_heads=0, values=True, init_std=defaults["init_std"])
 
     name = "ShawRelative"
 
@@ -179,6 +187,13 @@ class SinusoidalRelative(_Relative):
     (interleaved sin, cos; posenc.sinusoidal_relative_table), used as ShawRelative uses its tables, for the
     keys and (values=True) the values. omega [Dh/2] float32 = base^(-2i/Dh): a parameter when learnable,
     else a buffer."""
+    registry_names = ("shaw-sinusoidal", "shaw-learnable-sinusoidal")  # the C++ registry names it builds (posenc encodings)
+
+    @classmethod
+    def from_registry(cls, name, num_heads, head_dim, causal, defaults):
+        """The module the C++ registry builds for `name`, at the catalog's defaults."""
+        return cls(defaults["max_distance"], head_dim, base=defaults["base"], values=True,
+                   learnable=name == "shaw-learnable-sinusoidal")
 
     name = "SinusoidalRelative"
 
@@ -239,6 +254,12 @@ class TransformerXLRelative(_Relative):
     sinusoid of d with model_dim channels (sines then cosines, the XL code's pos_emb). Parameters u, v
     [H, Dh] and w_r [H*Dh, model_dim] ~ N(0, init_std^2). Every offset has its own vector (K = max(Tq, Tk)
     - 1, no clipping); the XL code's dropping of keys after the query is the caller's causal mask."""
+    registry_names = ("xl",)  # the C++ registry names it builds (posenc encodings)
+
+    @classmethod
+    def from_registry(cls, name, num_heads, head_dim, causal, defaults):
+        """The module the C++ registry builds for `name`, at the catalog's defaults."""
+        return cls(num_heads, head_dim, base=defaults["base"], init_std=defaults["init_std"])
 
     name = "TransformerXLRelative"
 

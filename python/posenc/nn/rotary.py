@@ -104,6 +104,19 @@ class RotaryEmbedding(nn.Module):
     never stale. Negative positions and positions >= a fixed seq_len bypass it.
     """
 
+    point = "query/key"  # where MultiheadAttention plugs it in
+    registry_names = ("rope", "p-rope", "rope-xpos")  # the C++ registry names it builds (posenc encodings)
+
+    @classmethod
+    def from_registry(cls, name, num_heads, head_dim, causal, defaults):
+        """The module the C++ registry builds for `name`, at the catalog's defaults."""
+        if name == "p-rope":  # p-RoPE (Barbero et al. 2024) is Hugging Face's "proportional" type at factor 1
+            return cls(head_dim, base=defaults["base"], scaling={"rope_type": "proportional",
+                                                                  "partial_rotary_factor": defaults["rope_fraction"]})
+        if name == "rope-xpos":
+            return cls(head_dim, base=defaults["base"], xpos_scale_base=defaults["xpos_scale_base"])
+        return cls(head_dim, base=defaults["base"])
+
     def __init__(self, head_dim, *, rotary_dim=None, base=10000.0, layout="half", scaling=None, seq_len=None,
                  precision="exact", learned_frequencies=False, xpos_scale_base=0.0, xpos_gamma=0.4, xpos_center=0.0,
                  attention_scaling=None):

@@ -10,6 +10,20 @@
 #include "posenc/nn/encoding_family.h"
 
 namespace posenc::nn {
+namespace families {
+
+// One per file of this folder, in the order `posenc encodings` lists them.
+void add_no_encoding(std::vector<EncodingFamily>& out);  // none.cpp: none, nope
+void add_input(std::vector<EncodingFamily>& out);        // input.cpp: sinusoidal, learned, learnable-sinusoidal
+void add_rotary(std::vector<EncodingFamily>& out);       // rotary.cpp: rope, p-rope, rope-xpos
+void add_bias(std::vector<EncodingFamily>& out);         // bias.cpp: alibi, t5
+void add_kerple(std::vector<EncodingFamily>& out);       // kerple.cpp: kerple, kerple-power
+void add_fire(std::vector<EncodingFamily>& out);         // fire.cpp
+void add_dpb(std::vector<EncodingFamily>& out);          // dpb.cpp
+void add_relative(std::vector<EncodingFamily>& out);     // relative.cpp: shaw, shaw-*sinusoidal, xl
+
+}  // namespace families
+
 namespace {
 
 std::vector<EncodingFamily> build_catalog() {
@@ -19,6 +33,8 @@ std::vector<EncodingFamily> build_catalog() {
   families::add_rotary(out);
   families::add_bias(out);
   families::add_kerple(out);
+  families::add_fire(out);
+  families::add_dpb(out);
   families::add_relative(out);
   return out;
 }

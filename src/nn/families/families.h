@@ -1,5 +1,6 @@
-// Internal to the descriptors: the builders the family files share and the
-// functions catalog.cpp calls, one per file, in catalog order.
+// Internal to the descriptors: the builders of parameters the family files
+// share. Each family file defines one add_*(std::vector<EncodingFamily>&)
+// that catalog.cpp declares and calls.
 #pragma once
 
 #include <string>
@@ -19,12 +20,5 @@ EncodingParameter integer(std::string name, int64_t EncodingConfig::*field, std:
 EncodingParameter base_parameter(std::string meaning);  // "base", > 0
 EncodingParameter init_std_parameter();                 // "init_std", >= 0
 EncodingParameter max_distance_parameter();             // "max_distance", >= 0
-
-void add_no_encoding(std::vector<EncodingFamily>& out);  // none, nope
-void add_input(std::vector<EncodingFamily>& out);        // sinusoidal, learned, learnable-sinusoidal
-void add_rotary(std::vector<EncodingFamily>& out);       // rope, p-rope, rope-xpos
-void add_bias(std::vector<EncodingFamily>& out);         // alibi, t5
-void add_kerple(std::vector<EncodingFamily>& out);       // kerple, kerple-power
-void add_relative(std::vector<EncodingFamily>& out);     // shaw, shaw-sinusoidal, shaw-learnable-sinusoidal, xl
 
 }  // namespace posenc::nn::families

@@ -36,6 +36,9 @@ std::string encoding_catalog_json() {
     out.push_back({{"name", f.name},
                    {"point", encoding_point_name(f.point)},
                    {"description", f.description},
+                   {"report_section", !f.in_report            ? ""
+                                      : f.report_section.empty() ? f.name
+                                                                 : f.report_section},
                    {"needs",
                     {{"even_head_dim", f.needs.even_head_dim},
                      {"even_dim", f.needs.even_dim},

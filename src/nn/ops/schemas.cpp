@@ -255,10 +255,14 @@ TORCH_LIBRARY(posenc, m) {
         "str path=\"auto\") -> (Tensor, Tensor)");
   // The fused forward (CPU, no gradient) on the terms of posenc::nn::AttentionTerms: offset_bias
   // [H, Tq + Tk - 1] (element j - i' + Tk - 1), grid_bias [H, 2*grid_height-1, 2*grid_width-1],
-  // content_shift / relative_shift [H, Dh] (Transformer-XL's u / v), grid_h / grid_w the 2D tables.
+  // content_shift / relative_shift [H, Dh] (Transformer-XL's u / v), grid_h / grid_w the 2D tables;
+  // FIRE's fire_w1, fire_b1 [hidden], fire_w2 [H, hidden], fire_b2 [H], fire_c, fire_threshold 0-d
+  // (all six or none; computed per tile, needs causal).
   m.def("attention_fused(Tensor q, Tensor k, Tensor v, Tensor? offset_bias=None, Tensor? grid_bias=None, "
         "Tensor? bias=None, Tensor? rel_k=None, Tensor? rel_v=None, int max_distance=0, "
         "Tensor? content_shift=None, Tensor? relative_shift=None, Tensor? grid_h=None, Tensor? grid_w=None, "
         "int grid_height=0, int grid_width=0, bool causal=False, Tensor? key_padding_mask=None, "
-        "float? scale=None, bool return_weights=False) -> (Tensor, Tensor)");
+        "float? scale=None, bool return_weights=False, Tensor? fire_w1=None, Tensor? fire_b1=None, "
+        "Tensor? fire_w2=None, Tensor? fire_b2=None, Tensor? fire_c=None, Tensor? fire_threshold=None) "
+        "-> (Tensor, Tensor)");
 }

@@ -23,11 +23,17 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(
     const c10::optional<at::Tensor>& content_shift, const c10::optional<at::Tensor>& relative_shift,
     const c10::optional<at::Tensor>& grid_h, const c10::optional<at::Tensor>& grid_w, int64_t grid_height,
     int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
-    bool return_weights) {
+    bool return_weights,
+    const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
+    const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
+    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold) {
   using detail::value_of;
+  const FireTerm fire{value_of(fire_w1), value_of(fire_b1), value_of(fire_w2),
+                      value_of(fire_b2), value_of(fire_c),  value_of(fire_threshold)};
   const AttentionTerms terms = detail::fused_terms(
       value_of(offset_bias), value_of(grid_bias), value_of(bias), value_of(rel_k), value_of(rel_v), max_distance,
-      value_of(content_shift), value_of(relative_shift), value_of(grid_h), value_of(grid_w), grid_height, grid_width);
+      value_of(content_shift), value_of(relative_shift), value_of(grid_h), value_of(grid_w), grid_height, grid_width,
+      fire);
   const AttentionCall call = detail::fused_call(causal, value_of(key_padding_mask), scale, return_weights);
   detail::check_attention(q, k, v, terms, call);
 

@@ -10,6 +10,7 @@
 #include "ops/cpu/attention_inputs.h"
 #include "op_support.h"
 #include "posenc/kernels/attention_backward.h"
+#include "posenc/kernels/fire.h"
 
 namespace posenc::nn::detail {
 namespace {
@@ -36,6 +37,16 @@ FusedGradients fused_backward(const FusedInputs& in, const at::Tensor& out, cons
   g[kContentShift] = like(kContentShift, in.content_shift);
   g[kRelativeShift] = like(kRelativeShift, in.relative_shift);
   g[kGridH] = like(kGridH, in.grid_h), g[kGridW] = like(kGridW, in.grid_w);
+  // FIRE: one double buffer in the kernel's layout (kernels/fire.h), split into the six below.
+  const std::array<const at::Tensor*, 6> fire{&in.fire_w1, &in.fire_b1, &in.fire_w2,
+                                              &in.fire_b2, &in.fire_c,  &in.fire_threshold};
+  bool fire_grad = false;
+  for (int i = 0; i < 6; ++i) fire_grad = fire_grad || (needs[kFireW1 + i] && fire[i]->defined());
+  at::Tensor fire_buffer;
+  if (fire_grad) {
+    fire_buffer = at::empty({kernels::fire_gradient_size(in.fire_w2.size(0), in.fire_w1.size(0))},
+                            options.dtype(at::kDouble));
+  }
   const at::Tensor go = kernel_view(grad_out, in.compute);
   const at::Tensor o = out.contiguous(), lse = logsumexp.contiguous();
 
@@ -55,6 +66,7 @@ FusedGradients fused_backward(const FusedInputs& in, const at::Tensor& out, cons
       grads.relative_shift = data_or_null<T>(g[kRelativeShift]);
       grads.grid_h = data_or_null<T>(g[kGridH]);
       grads.grid_w = data_or_null<T>(g[kGridW]);
+      grads.tile_bias = fire_buffer.defined() ? fire_buffer.data_ptr<double>() : nullptr;
       kernels::attention_backward<T>(in.params, matrix_of<const T>(in.q), matrix_of<const T>(in.k),
                                      matrix_of<const T>(in.v), in.terms<T>(), matrix_of<const T>(o),
                                      lse.data_ptr<T>(), matrix_of<const T>(go), grads, "attention");
@@ -63,6 +75,14 @@ FusedGradients fused_backward(const FusedInputs& in, const at::Tensor& out, cons
   });
 
   if (g[kBias].defined()) g[kBias] = at::sum_to(g[kBias], in.bias_sizes);
+  if (fire_buffer.defined()) {
+    int64_t at = 0;
+    for (int i = 0; i < 6; ++i) {
+      const int64_t n = fire[i]->numel();
+      if (needs[kFireW1 + i]) g[kFireW1 + i] = fire_buffer.narrow(0, at, n).view(fire[i]->sizes()).to(in.compute);
+      at += n;
+    }
+  }
   const auto unrepeat = [&](GradSlot slot, bool repeated) {
     if (repeated && g[slot].defined()) g[slot] = g[slot].sum(0);
   };

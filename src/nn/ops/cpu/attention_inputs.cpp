@@ -7,7 +7,9 @@
 #include <cstdint>
 
 #include "op_support.h"
+#include "ops/fire_support.h"
 #include "posenc/kernels/attention.h"
+#include "posenc/kernels/fire.h"
 
 namespace posenc::nn::detail {
 namespace {
@@ -42,8 +44,10 @@ const T* data_of(const at::Tensor& t) {
 AttentionTerms fused_terms(const at::Tensor& offset_bias, const at::Tensor& grid_bias, const at::Tensor& bias,
                            const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
                            const at::Tensor& content_shift, const at::Tensor& relative_shift, const at::Tensor& grid_h,
-                           const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width) {
+                           const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width,
+                           const FireTerm& fire) {
   AttentionTerms t;
+  t.fire = fire;
   t.offset_bias = offset_bias, t.grid_bias = grid_bias, t.bias = bias;
   t.rel_k = rel_k, t.rel_v = rel_v, t.max_distance = max_distance;
   t.content_shift = content_shift, t.relative_shift = relative_shift;
@@ -92,6 +96,22 @@ FusedInputs fused_inputs(const at::Tensor& q, const at::Tensor& k, const at::Ten
     in.params.key_padding = in.padding.data_ptr<uint8_t>();
     in.params.key_padding_stride = k_len;
   }
+  if (terms.fire.defined()) {
+    const FireTerm& f = terms.fire;
+    in.fire_w1 = table_in(f.w1, compute), in.fire_b1 = table_in(f.b1, compute);
+    in.fire_w2 = table_in(f.w2, compute), in.fire_b2 = table_in(f.b2, compute);
+    in.fire_c = table_in(f.c, compute), in.fire_threshold = table_in(f.threshold, compute);
+    const double c = in.fire_c.item<double>(), threshold = in.fire_threshold.item<double>();
+    translate_errors([&] {
+      if (compute == at::kDouble) {
+        in.tile_bias_d = std::make_shared<const kernels::FireTileBias<double>>(
+            fire_params<double>(in.fire_w1, in.fire_b1, in.fire_w2, in.fire_b2, c, threshold), "attention");
+      } else {
+        in.tile_bias_f = std::make_shared<const kernels::FireTileBias<float>>(
+            fire_params<float>(in.fire_w1, in.fire_b1, in.fire_w2, in.fire_b2, c, threshold), "attention");
+      }
+    });
+  }
   in.max_distance = terms.max_distance;
   in.grid_height = terms.grid_height, in.grid_width = terms.grid_width;
   in.params.scale = call.scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
@@ -120,6 +140,11 @@ kernels::AttentionTerms<T> FusedInputs::terms() const {
     t.bias_stride_b = bias.stride(0);
     t.bias_stride_h = bias.stride(1);
     t.bias_stride_r = bias.stride(2);
+  }
+  if constexpr (std::is_same_v<T, double>) {
+    t.tile_bias = tile_bias_d.get();
+  } else {
+    t.tile_bias = tile_bias_f.get();
   }
   return t;
 }

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct FusedInputs {
   at::Tensor bias;     // (B, H, Tq, Tk) strides (broadcast dimensions stride 0)
   std::vector<int64_t> bias_sizes;  // the bias as given (its gradient's shape)
   at::Tensor padding;  // (B, Tk) bytes, non-zero = padding
+  // FIRE: its tensors contiguous in the compute dtype, and the per-tile term over them (one per dtype).
+  at::Tensor fire_w1, fire_b1, fire_w2, fire_b2, fire_c, fire_threshold;
+  std::shared_ptr<const kernels::TileBias<float>> tile_bias_f;
+  std::shared_ptr<const kernels::TileBias<double>> tile_bias_d;
   int64_t max_distance = 0, grid_height = 0, grid_width = 0;
   kernels::AttentionParams params;
 
@@ -41,7 +46,8 @@ struct FusedInputs {
 AttentionTerms fused_terms(const at::Tensor& offset_bias, const at::Tensor& grid_bias, const at::Tensor& bias,
                            const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
                            const at::Tensor& content_shift, const at::Tensor& relative_shift, const at::Tensor& grid_h,
-                           const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width);
+                           const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width,
+                           const FireTerm& fire = {});
 AttentionCall fused_call(bool causal, const at::Tensor& key_padding_mask, c10::optional<double> scale,
                          bool return_weights);
 
@@ -64,7 +70,8 @@ FusedForward fused_forward(const FusedInputs& in, bool weights, bool logsumexp);
 
 // The differentiable inputs of the fused attention, in the order of the op's arguments.
 enum GradSlot {
-  kQ, kK, kV, kOffsetBias, kGridBias, kBias, kRelK, kRelV, kContentShift, kRelativeShift, kGridH, kGridW, kSlots
+  kQ, kK, kV, kOffsetBias, kGridBias, kBias, kRelK, kRelV, kContentShift, kRelativeShift, kGridH, kGridW,
+  kFireW1, kFireB1, kFireW2, kFireB2, kFireC, kFireThreshold, kSlots
 };
 using FusedGradients = std::array<at::Tensor, kSlots>;
 

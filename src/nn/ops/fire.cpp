@@ -1,0 +1,200 @@
+// The FIRE dense-bias op, all of it in one place: schema, CPU kernel call,
+// autograd, the typed C++ API (posenc/nn/fire_bias.h) and the checks the
+// attention shares (ops/fire_support.h).
+//   fire_bias           w1, b1, w2, b2, c, threshold -> [H, q_len, k_len]
+//   fire_bias_backward  grad -> the six gradients
+// The backward has no autograd kernel of its own: first derivatives only, as
+// the fused attention's FIRE term.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include "op_support.h"
+#include "ops/fire_support.h"
+#include "posenc/kernels/fire.h"
+#include "posenc/nn/fire_bias.h"
+
+namespace posenc::nn {
+
+namespace detail {
+
+void check_fire(const char* op, const char* prefix, const FireTerm& t, std::optional<int64_t> heads) {
+  const std::string p(prefix);
+  const std::pair<const char*, const at::Tensor*> all[] = {{"w1", &t.w1}, {"b1", &t.b1}, {"w2", &t.w2},
+                                                           {"b2", &t.b2}, {"c", &t.c},   {"threshold", &t.threshold}};
+  for (const auto& [name, tensor] : all) {
+    TORCH_CHECK_VALUE(tensor->defined(), "[", op, "] the FIRE term needs ", p, "w1, ", p, "b1, ", p, "w2, ", p,
+                      "b2, ", p, "c and ", p, "threshold, got no ", p, name);
+    check_float_tensor(op, p + name, *tensor);
+    TORCH_CHECK_TYPE(tensor->scalar_type() == t.w1.scalar_type(), "[", op, "] ", p, name, " must have ", p,
+                     "w1's dtype (", dtype_name(t.w1.scalar_type()), "), got ", dtype_name(tensor->scalar_type()));
+  }
+  TORCH_CHECK_VALUE(t.w1.dim() == 1 && t.w1.size(0) >= 1, "[", op, "] ", p,
+                    "w1 must be 1-D [hidden] with hidden >= 1, got ", tuple_of(t.w1.sizes()));
+  const int64_t hidden = t.w1.size(0);
+  TORCH_CHECK_VALUE(t.b1.sizes() == t.w1.sizes(), "[", op, "] ", p, "b1 must be [hidden] = [", hidden, "], got ",
+                    tuple_of(t.b1.sizes()));
+  const int64_t h = heads.value_or(t.w2.dim() == 2 ? t.w2.size(0) : -1);
+  TORCH_CHECK_VALUE(t.w2.dim() == 2 && t.w2.size(0) == h && t.w2.size(1) == hidden && h >= 1, "[", op, "] ", p,
+                    "w2 must be [H, hidden] = [", heads ? std::to_string(*heads) : std::string("H"), ", ", hidden,
+                    "], got ", tuple_of(t.w2.sizes()));
+  TORCH_CHECK_VALUE(t.b2.dim() == 1 && t.b2.size(0) == h, "[", op, "] ", p, "b2 must be [H] = [", h, "], got ",
+                    tuple_of(t.b2.sizes()));
+  for (const auto& [name, tensor] : {std::pair{"c", &t.c}, std::pair{"threshold", &t.threshold}}) {
+    TORCH_CHECK_VALUE(tensor->dim() == 0, "[", op, "] ", p, name, " must be a 0-d tensor, got ",
+                      tuple_of(tensor->sizes()));
+    const double value = tensor->item<double>();
+    // Written so that NaN fails too.
+    TORCH_CHECK_VALUE(value > 0 && std::isfinite(value), "[", op, "] ", p, name, " must be > 0, got ", value);
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr const char* kOp = "fire_bias";
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The six as contiguous compute-dtype tensors, and c, L as doubles.
+struct Inputs {
+  at::ScalarType compute;
+  at::Tensor w1, b1, w2, b2;
+  double c, threshold;
+};
+
+Inputs checked(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2, const at::Tensor& b2,
+               const at::Tensor& c, const at::Tensor& threshold, int64_t q_len, int64_t k_len) {
+  detail::check_fire(kOp, "", FireTerm{w1, b1, w2, b2, c, threshold});
+  TORCH_CHECK_VALUE(q_len >= 0 && k_len >= 0, "[", kOp, "] q_len and k_len must be >= 0, got ", q_len, " and ",
+                    k_len);
+  const at::ScalarType compute = detail::compute_dtype(w1.scalar_type());
+  const auto in = [&](const at::Tensor& t) { return t.to(compute).contiguous(); };
+  return {compute, in(w1), in(b1), in(w2), in(b2), c.item<double>(), threshold.item<double>()};
+}
+
+at::Tensor fire_bias_cpu(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2, const at::Tensor& b2,
+                         const at::Tensor& c, const at::Tensor& threshold, int64_t q_len, int64_t k_len) {
+  const Inputs in = checked(w1, b1, w2, b2, c, threshold, q_len, k_len);
+  at::Tensor out = at::zeros({in.w2.size(0), q_len, k_len}, at::TensorOptions().dtype(in.compute));
+  detail::translate_errors([&] {
+    const auto run = [&](auto tag) {
+      using T = decltype(tag);
+      kernels::fire_bias(detail::fire_params<T>(in.w1, in.b1, in.w2, in.b2, in.c, in.threshold), q_len, k_len,
+                         out.data_ptr<T>(), kOp);
+    };
+    in.compute == at::kDouble ? run(double{}) : run(float{});
+  });
+  return out.to(w1.scalar_type());
+}
+
+using Six = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+
+Six fire_bias_backward_cpu(const at::Tensor& grad, const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2,
+                           const at::Tensor& b2, const at::Tensor& c, const at::Tensor& threshold, int64_t q_len,
+                           int64_t k_len) {
+  const Inputs in = checked(w1, b1, w2, b2, c, threshold, q_len, k_len);
+  detail::check_float_tensor(kOp, "grad", grad);
+  const int64_t heads = in.w2.size(0), hidden = in.w1.size(0);
+  TORCH_CHECK_VALUE(grad.dim() == 3 && grad.size(0) == heads && grad.size(1) == q_len && grad.size(2) == k_len, "[",
+                    kOp, "] grad must be [H, q_len, k_len] = ", detail::tuple_of({heads, q_len, k_len}), ", got ",
+                    detail::tuple_of(grad.sizes()));
+  const at::Tensor g = grad.to(in.compute).contiguous();
+  const auto opts = at::TensorOptions().dtype(in.compute);
+  at::Tensor buffer = at::empty({kernels::fire_gradient_size(heads, hidden)}, opts);
+  detail::translate_errors([&] {
+    const auto run = [&](auto tag) {
+      using T = decltype(tag);
+      kernels::fire_bias_backward(detail::fire_params<T>(in.w1, in.b1, in.w2, in.b2, in.c, in.threshold), q_len,
+                                  k_len, g.data_ptr<T>(), kernels::fire_gradients(buffer.data_ptr<T>(), heads, hidden),
+                                  kOp);
+    };
+    in.compute == at::kDouble ? run(double{}) : run(float{});
+  });
+  // The fire_gradients layout: w1, b1, w2, b2, c, threshold.
+  const auto part = [&](int64_t at, int64_t n, const at::Tensor& like) {
+    return buffer.narrow(0, at, n).view(like.sizes()).to(like.scalar_type());
+  };
+  const int64_t w2_at = 2 * hidden, b2_at = w2_at + heads * hidden, c_at = b2_at + heads;
+  return {part(0, hidden, w1), part(hidden, hidden, b1), part(w2_at, heads * hidden, w2), part(b2_at, heads, b2),
+          part(c_at, 1, c), part(c_at + 1, 1, threshold)};
+}
+
+template <class Signature>
+c10::TypedOperatorHandle<Signature> find_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+at::Tensor call_forward(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2, const at::Tensor& b2,
+                        const at::Tensor& c, const at::Tensor& threshold, int64_t q_len, int64_t k_len) {
+  static const auto op = find_op<decltype(fire_bias_cpu)>("posenc::fire_bias");
+  return op.call(w1, b1, w2, b2, c, threshold, q_len, k_len);
+}
+
+Six call_backward(const at::Tensor& grad, const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2,
+                  const at::Tensor& b2, const at::Tensor& c, const at::Tensor& threshold, int64_t q_len,
+                  int64_t k_len) {
+  static const auto op = find_op<decltype(fire_bias_backward_cpu)>("posenc::fire_bias_backward");
+  return op.call(grad, w1, b1, w2, b2, c, threshold, q_len, k_len);
+}
+
+class FireBiasFunction : public torch::autograd::Function<FireBiasFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2,
+                            const at::Tensor& b2, const at::Tensor& c, const at::Tensor& threshold, int64_t q_len,
+                            int64_t k_len) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = call_forward(w1, b1, w2, b2, c, threshold, q_len, k_len);  // validates
+    ctx->save_for_backward({w1, b1, w2, b2, c, threshold});
+    ctx->saved_data["q_len"] = q_len;
+    ctx->saved_data["k_len"] = k_len;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list s = ctx->get_saved_variables();
+    auto [g1, gb1, g2, gb2, gc, gl] = call_backward(grads[0], s[0], s[1], s[2], s[3], s[4], s[5],
+                                                    ctx->saved_data["q_len"].toInt(), ctx->saved_data["k_len"].toInt());
+    return {g1, gb1, g2, gb2, gc, gl, at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor fire_bias_autograd(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2, const at::Tensor& b2,
+                              const at::Tensor& c, const at::Tensor& threshold, int64_t q_len, int64_t k_len) {
+  return FireBiasFunction::apply(w1, b1, w2, b2, c, threshold, q_len, k_len);
+}
+
+}  // namespace
+
+namespace ops {
+
+at::Tensor fire_bias(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2, const at::Tensor& b2,
+                     const at::Tensor& c, const at::Tensor& threshold, int64_t q_len, int64_t k_len) {
+  return call_forward(w1, b1, w2, b2, c, threshold, q_len, k_len);
+}
+
+}  // namespace ops
+
+// FIRE (posenc/kernels/fire.h): f(psi(i' - j) / psi(max(L, i'))), psi(t) = log(1 + c t), 0 where j > i'.
+TORCH_LIBRARY_FRAGMENT(posenc, m) {
+  m.def("fire_bias(Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor c, Tensor threshold, int q_len, int k_len) "
+        "-> Tensor");
+  m.def("fire_bias_backward(Tensor grad, Tensor w1, Tensor b1, Tensor w2, Tensor b2, Tensor c, Tensor threshold, "
+        "int q_len, int k_len) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(posenc, CPU, m) {
+  m.impl("fire_bias", fire_bias_cpu);
+  m.impl("fire_bias_backward", fire_bias_backward_cpu);
+}
+
+TORCH_LIBRARY_IMPL(posenc, Autograd, m) { m.impl("fire_bias", fire_bias_autograd); }
+
+}  // namespace posenc::nn
