@@ -96,7 +96,7 @@ def _rotate(q, k, rope):
 def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=None, alibi_slopes=None,
               t5_table=None, t5_num_buckets=32, t5_max_distance=128, rel_k=None, rel_v=None, max_distance=None,
               rel_2d=None, return_weights=False, t5_bidirectional=None, xl_u=None, xl_v=None, bias=None,
-              path="auto", max_time=_DEFAULT_MAX_TIME):
+              path="auto", max_time=_DEFAULT_MAX_TIME, offset_bias=None, grid_bias=None, fire=None):
     """Attention with positional terms: returns out (B, H, Tq, Dv), or (out, weights) with return_weights.
 
     With i' = i + Tk - Tq and r(d) = clip(d, -K, K) + K for d = j - i':
@@ -106,12 +106,17 @@ def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=
                           + q_i . (table_h[y_j - y_i + height - 1] + table_w[x_j - x_i + width - 1]) )
                   - m_h |d|                          (ALiBi, alibi_slopes [H])
                   + t5_table[bucket(d), h]           (T5, t5_table [t5_num_buckets, H])
+                  + offset_bias[h, d + Tk - 1]       (any bias of the offset alone)
+                  + grid_bias[h, y_j - y_i + Hg - 1, x_j - x_i + Wg - 1]
+                  + fire(i', j)_h                    (FIRE, computed per tile)
                   + bias[b, h, i, j]
         s[i, j] = -inf where j > i' (causal) or key_padding_mask[b, j] (True = padding)
         p = softmax(s) over j;  a row whose keys are all masked gives p = 0 (output 0, no NaN)
         out[i] = sum_j p[i, j] (v_j + rel_v[r(d)])
 
-    Every term is optional and they combine freely.
+    Every term is optional and they combine freely. The terms by point are
+    offset_bias, grid_bias, fire, rel_k / rel_v, rope and bias; alibi_slopes,
+    t5_table, rel_2d and xl_u / xl_v are sugar that the op turns into them.
 
     * scale: default 1/sqrt(Dh); it multiplies q.k and the relative terms,
       not the biases. T5 is unscaled in the original (its attention has no
@@ -130,6 +135,14 @@ def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=
     * rel_2d: (table_h, table_w, height, width), tables [2*height-1, Dh] and
       [2*width-1, Dh] (or per head) on a height x width grid flattened as
       y*width + x; needs Tq = Tk = height*width (BoTNet).
+    * offset_bias [H, Tq + Tk - 1]: a bias of the offset alone, element
+      d + Tk - 1 for d = j - i' (KERPLE, DPB, ... rows; added to ALiBi's and
+      T5's); O(H T) memory where a dense bias is O(H T^2).
+    * grid_bias [H, 2*Hg-1, 2*Wg-1]: a bias of the 2D offset on an Hg x Wg
+      grid flattened as y*Wg + x; needs Tq = Tk = Hg*Wg (Swin V2's CPB, 2D
+      ALiBi and T5 rows).
+    * fire: FIRE's (w1, b1, w2, b2, c, threshold) (posenc.nn.FireBias.terms()),
+      evaluated per tile inside the kernel, forward and backward; needs causal.
     * bias: any dense bias broadcastable to (B, H, Tq, Tk).
     * path: "auto" takes the fused streaming kernel, forward and backward
       (no (Tq, Tk) buffer), unless return_weights needs a gradient;
@@ -153,7 +166,14 @@ def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=
             raise ValueError(f"[attention] rel_2d must be a tuple (table_h, table_w, height, width), got {got}")
         rel_2d_h, rel_2d_w, height, width = rel_2d
         height, width = operator.index(height), operator.index(width)
+    fire_terms = [None] * 6
+    if fire is not None:
+        if not isinstance(fire, (tuple, list)) or len(fire) != 6:
+            got = f"{len(fire)} items" if isinstance(fire, (tuple, list)) else type(fire).__name__
+            raise ValueError(f"[attention] fire must be a tuple (w1, b1, w2, b2, c, threshold), got {got}")
+        fire_terms = list(fire)
     out, weights = _ops.attention(q, k, v, causal, key_padding_mask, scale, alibi_slopes, t5_table, t5_num_buckets,
                                   t5_max_distance, t5_bidirectional, rel_k, rel_v, max_distance, rel_2d_h, rel_2d_w,
-                                  height, width, xl_u, xl_v, bias, return_weights, path)
+                                  height, width, xl_u, xl_v, bias, return_weights, path, offset_bias, grid_bias,
+                                  *fire_terms)
     return (out, weights) if return_weights else out

@@ -404,7 +404,11 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
     const c10::optional<at::Tensor>& rel_v, c10::optional<int64_t> max_distance,
     const c10::optional<at::Tensor>& rel_2d_h, const c10::optional<at::Tensor>& rel_2d_w, int64_t rel_2d_height,
     int64_t rel_2d_width, const c10::optional<at::Tensor>& xl_u, const c10::optional<at::Tensor>& xl_v,
-    const c10::optional<at::Tensor>& bias, bool return_weights, c10::string_view path) {
+    const c10::optional<at::Tensor>& bias, bool return_weights, c10::string_view path,
+    const c10::optional<at::Tensor>& offset_bias, const c10::optional<at::Tensor>& grid_bias,
+    const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
+    const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
+    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold) {
   const AttentionPath route = parse_attention_path(detail::to_std(path));
   AttentionCall call;
   call.causal = causal;
@@ -439,6 +443,38 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
       terms.offset_bias = terms.offset_bias.defined() ? terms.offset_bias + t5 : t5;  // ALiBi and T5 together
     }
   }
+  if (given(offset_bias)) {
+    check_term("offset_bias", *offset_bias, q);
+    // Without pairs there is nothing to read: rows of 0 columns (what the row ops give then) are fine too.
+    TORCH_CHECK_VALUE(offset_bias->dim() == 2 && offset_bias->size(0) == heads &&
+                          (offset_bias->size(1) == q_len + k_len - 1 || (!pairs && offset_bias->size(1) == 0)),
+                      "[", kOp, "] offset_bias must be [H, Tq + Tk - 1] = ",
+                      list_of({heads, q_len + k_len - 1}), ", got ",
+                      list_of(offset_bias->sizes()));
+    if (pairs) terms.offset_bias = terms.offset_bias.defined() ? terms.offset_bias + *offset_bias : *offset_bias;
+  }
+  if (given(grid_bias)) {
+    check_term("grid_bias", *grid_bias, q);
+    TORCH_CHECK_VALUE(grid_bias->dim() == 3 && grid_bias->size(0) == heads && grid_bias->size(1) % 2 == 1 &&
+                          grid_bias->size(2) % 2 == 1,
+                      "[", kOp, "] grid_bias must be [H, 2*height-1, 2*width-1] with H = ", heads, ", got ",
+                      list_of(grid_bias->sizes()));
+    terms.grid_bias = *grid_bias;
+    terms.grid_height = (grid_bias->size(1) + 1) / 2;
+    terms.grid_width = (grid_bias->size(2) + 1) / 2;
+    TORCH_CHECK_VALUE(q_len == terms.grid_height * terms.grid_width && k_len == q_len, "[", kOp,
+                      "] grid_bias needs q_len = k_len = height*width = ", terms.grid_height * terms.grid_width,
+                      ", got q_len ", q_len, " and k_len ", k_len);
+  }
+  {
+    const c10::optional<at::Tensor>* fire[] = {&fire_w1, &fire_b1, &fire_w2, &fire_b2, &fire_c, &fire_threshold};
+    int count = 0;
+    for (const auto* t : fire) count += given(*t) ? 1 : 0;
+    TORCH_CHECK_VALUE(count == 0 || count == 6, "[", kOp,
+                      "] FIRE needs all six of fire_w1, fire_b1, fire_w2, fire_b2, fire_c, fire_threshold, got ",
+                      count);
+    if (count == 6) terms.fire = FireTerm{*fire_w1, *fire_b1, *fire_w2, *fire_b2, *fire_c, *fire_threshold};
+  }
   if (given(bias)) terms.bias = *bias;
 
   if (given(rel_k)) terms.rel_k = *rel_k;
@@ -458,6 +494,9 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
   if (given(xl_v)) terms.relative_shift = *xl_v;
 
   if (given(rel_2d_h) || given(rel_2d_w)) {
+    TORCH_CHECK_VALUE(!given(grid_bias) || (rel_2d_height == terms.grid_height && rel_2d_width == terms.grid_width),
+                      "[", kOp, "] rel_2d's grid (", rel_2d_height, " x ", rel_2d_width, ") must be grid_bias's (",
+                      terms.grid_height, " x ", terms.grid_width, ")");
     TORCH_CHECK_VALUE(given(rel_2d_h) && given(rel_2d_w), "[", kOp,
                       "] rel_2d needs both tables (table_h, table_w), got only ",
                       given(rel_2d_h) ? "table_h" : "table_w");

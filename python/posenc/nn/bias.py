@@ -337,9 +337,9 @@ class KerpleBias(nn.Module):
         return bias
 
     def attention_kwargs(self, q_len, k_len, *, dtype=None):
-        """{"bias": [H, q_len, k_len] (, "causal": True)}: posenc.attention has no offset-row keyword yet, so the
-        rows travel as a dense bias here (the C++ MultiheadAttention hands the fused kernel the rows alone)."""
-        kwargs = {"bias": self._dense(operator.index(q_len), operator.index(k_len), dtype)[0]}
+        """{"offset_bias": [H, q_len + k_len - 1] (, "causal": True)}: the rows alone, O(H T), as the C++
+        MultiheadAttention hands them to the fused kernel; differentiable wrt r1 and r2."""
+        kwargs = {"offset_bias": self.offset_rows(operator.index(q_len), operator.index(k_len), dtype)}
         if self.causal:
             kwargs["causal"] = True
         return kwargs

@@ -112,9 +112,9 @@ class DynamicPositionBias(nn.Module):
         return bias
 
     def attention_kwargs(self, q_len, k_len, *, dtype=None):
-        """{"bias": [H, q_len, k_len] (, "causal": True)}: posenc.attention has no offset-row keyword, so the rows
-        travel as a dense bias here (the C++ MultiheadAttention hands the fused kernel the rows alone)."""
-        kwargs = {"bias": self._dense(operator.index(q_len), operator.index(k_len), dtype)[0]}
+        """{"offset_bias": [H, q_len + k_len - 1] (, "causal": True)}: the rows alone, O(H T), as the C++
+        MultiheadAttention hands them to the fused kernel; differentiable wrt every weight."""
+        kwargs = {"offset_bias": self.offset_rows(operator.index(q_len), operator.index(k_len), dtype)}
         if self.causal:
             kwargs["causal"] = True
         return kwargs
@@ -181,9 +181,12 @@ class ContinuousPositionBias2d(nn.Module):
         return self.grid()[:, row, col]
 
     def attention_kwargs(self, q_len, k_len, *, dtype=None):
-        """{"bias": [H, HW, HW]}: posenc.attention has no grid-bias keyword (the C++ layer's grid_bias)."""
-        bias = self.forward(q_len, k_len)
-        return {"bias": bias if dtype is None else bias.to(dtype)}
+        """{"grid_bias": [H, 2*height-1, 2*width-1]}: the grid rows alone, as the C++ layer's grid_bias."""
+        cells = self.height * self.width
+        if operator.index(q_len) != cells or operator.index(k_len) != cells:
+            fail("ContinuousPositionBias2d", f"q_len and k_len must both be height*width = {cells}, got {q_len} "
+                                             f"and {k_len}")
+        return {"grid_bias": self.grid(dtype)}
 
     def extra_repr(self):
         return f"num_heads={self.num_heads}, height={self.height}, width={self.width}, hidden={self.hidden}, " \

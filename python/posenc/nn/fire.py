@@ -92,8 +92,12 @@ class FireBias(nn.Module):
         return bias.masked_fill(after, -math.inf)
 
     def attention_kwargs(self, q_len, k_len, *, dtype=None):
-        """{"bias": [H, q_len, k_len], "causal": True} for posenc.attention (its dense form; see above)."""
-        return {"bias": self._dense(operator.index(q_len), operator.index(k_len), dtype), "causal": True}
+        """{"fire": the six terms, "causal": True}: posenc.attention evaluates the bias per tile inside the
+        kernel (no [H, q_len, k_len] tensor), differentiable wrt every parameter."""
+        if operator.index(q_len) > operator.index(k_len):
+            fail("FireBias", f"causal attention needs every query to see a key: q_len must be <= k_len, got "
+                             f"{q_len} and {k_len}")
+        return {"fire": tuple(self.terms(dtype)), "causal": True}
 
     def extra_repr(self):
         return f"num_heads={self.num_heads}, hidden={self.hidden}, init_c={self.init_c:g}, init_L={self.init_L:g}"

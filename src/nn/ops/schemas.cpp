@@ -246,13 +246,17 @@ TORCH_LIBRARY(posenc, m) {
   // (t5_bidirectional None: not causal), Shaw tables rel_k/rel_v [2K+1, D] | [H, 2K+1, D] (max_distance
   // None: read from rel_k), 2D relative tables over a rel_2d_height x rel_2d_width grid, Transformer-XL's
   // u/v [H, Dh], a dense bias broadcastable to (B, H, Tq, Tk). path "auto" (fused unless a gradient is
-  // needed) | "composed" (differentiable) | "fused".
+  // needed) | "composed" (differentiable) | "fused". Terms by point, for any family: offset_bias
+  // [H, Tq + Tk - 1] (added to ALiBi's and T5's rows), grid_bias [H, 2Hg-1, 2Wg-1] (Tq = Tk = Hg*Wg), and
+  // FIRE's per-tile bias (fire_* as attention_fused's, all six or none).
   m.def("attention(Tensor q, Tensor k, Tensor v, bool causal=False, Tensor? key_padding_mask=None, "
         "float? scale=None, Tensor? alibi_slopes=None, Tensor? t5_table=None, int t5_num_buckets=32, "
         "int t5_max_distance=128, bool? t5_bidirectional=None, Tensor? rel_k=None, Tensor? rel_v=None, "
         "int? max_distance=None, Tensor? rel_2d_h=None, Tensor? rel_2d_w=None, int rel_2d_height=0, "
         "int rel_2d_width=0, Tensor? xl_u=None, Tensor? xl_v=None, Tensor? bias=None, bool return_weights=False, "
-        "str path=\"auto\") -> (Tensor, Tensor)");
+        "str path=\"auto\", Tensor? offset_bias=None, Tensor? grid_bias=None, Tensor? fire_w1=None, "
+        "Tensor? fire_b1=None, Tensor? fire_w2=None, Tensor? fire_b2=None, Tensor? fire_c=None, "
+        "Tensor? fire_threshold=None) -> (Tensor, Tensor)");
   // The fused forward (CPU, no gradient) on the terms of posenc::nn::AttentionTerms: offset_bias
   // [H, Tq + Tk - 1] (element j - i' + Tk - 1), grid_bias [H, 2*grid_height-1, 2*grid_width-1],
   // content_shift / relative_shift [H, Dh] (Transformer-XL's u / v), grid_h / grid_w the 2D tables;
