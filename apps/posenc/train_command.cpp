@@ -93,6 +93,10 @@ TrainCommand::TrainCommand(CLI::App& parent) {
       ->capture_default_str();
   app_->add_option("--max-positions", config_.max_positions,
                    "Rows of a learned table (default: --seq-len, or --random-positions when set)");
+  app_->add_option("--layer-encodings", config_.layer_encodings,
+                   "Per-layer encodings, cycled over the layers: PLAN[:key=value...] per layer, comma-separated, "
+                   "e.g. rope:base=10000,rope:base=1000000 (replaces --encoding's attention parts; its input part "
+                   "stays)");
   app_->add_option("--random-positions", config_.random_positions,
                    "Randomized positions (Ruoss et al. 2023): train each step at a sorted random subset of "
                    "[0, MAX) of the positions, evaluate at 0..T-1; for absolute and rotary encodings (default: off)");

@@ -5,6 +5,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,68 @@ void validate_encoding(const EncodingPlan& plan, const EncodingConfig& config) {
     }
   }
   // What depends on several settings at once is checked by the modules, in their own words.
+}
+
+LayerEncoding parse_layer_encoding(std::string_view spec) {
+  const size_t colon = spec.find(':');
+  LayerEncoding layer;
+  layer.plan = parse_encoding(spec.substr(0, colon));
+  for (const std::string& part : layer.plan.parts) {
+    TORCH_CHECK_VALUE(find_encoding_family(part)->point != EncodingPoint::kInput, "[", kOp, "] layer encoding '",
+                      spec, "': ", part,
+                      " is an input encoding (added once, before the first layer); give it in the model's encoding");
+  }
+  size_t start = colon;
+  while (start != std::string_view::npos) {
+    const size_t end = spec.find(':', start + 1);
+    const std::string_view item = spec.substr(start + 1, end == std::string_view::npos ? spec.npos : end - start - 1);
+    start = end;
+    const size_t eq = item.find('=');
+    TORCH_CHECK_VALUE(eq != std::string_view::npos && eq > 0, "[", kOp, "] layer encoding '", spec,
+                      "': expected key=value, got '", item, "'");
+    const std::string_view key = item.substr(0, eq), text = item.substr(eq + 1);
+    const EncodingParameter* parameter = nullptr;
+    std::string names;
+    for (const std::string& part : layer.plan.parts) {
+      for (const EncodingParameter& p : find_encoding_family(part)->parameters) {
+        if (!p.training_option) continue;
+        if (p.name == key) parameter = &p;
+        if (names.find(p.name) == std::string::npos) names += (names.empty() ? "" : ", ") + p.name;
+      }
+    }
+    TORCH_CHECK_VALUE(parameter != nullptr, "[", kOp, "] layer encoding '", spec, "': ", layer.plan.name,
+                      " has no setting '", key, "' (its settings: ", names.empty() ? "none" : names, ")");
+    double value = 0;
+    const std::string copy(text);
+    size_t used = 0;
+    try {
+      value = std::stod(copy, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    TORCH_CHECK_VALUE(!copy.empty() && used == copy.size(), "[", kOp, "] layer encoding '", spec, "': ", key,
+                      " must be a number, got '", text, "'");
+    layer.settings.emplace_back(parameter, value);
+  }
+  return layer;
+}
+
+EncodingPlan layer_plan(const EncodingPlan& model, const LayerEncoding& layer) {
+  EncodingPlan out;
+  for (const std::string& part : model.parts) {
+    if (find_encoding_family(part)->point == EncodingPoint::kInput) out.parts.push_back(part);
+  }
+  for (const std::string& part : layer.plan.parts) {
+    if (find_encoding_family(part)->point != EncodingPoint::kNone) out.parts.push_back(part);
+  }
+  if (out.parts.empty()) out.parts.push_back(layer.plan.parts.front());  // "none" or "nope"
+  for (const std::string& part : out.parts) out.name += (out.name.empty() ? "" : "+") + part;
+  return out;
+}
+
+EncodingConfig layer_config(EncodingConfig config, const LayerEncoding& layer) {
+  for (const auto& [parameter, value] : layer.settings) parameter->set(config, value);
+  return config;
 }
 
 InputEncoding make_input_encoding(const EncodingPlan& plan, const EncodingConfig& config) {

@@ -45,9 +45,15 @@ TransformerOptions checked_options(const char* op, TransformerOptions o, bool ca
   config.causal = causal;
   const EncodingPlan plan = parse_encoding(o.encoding());
   validate_encoding(plan, config);
+  std::vector<std::string> every_part = plan.parts;  // of the model and of every layer
+  for (const std::string& spec : o.layer_encodings()) {
+    const LayerEncoding layer = parse_layer_encoding(spec);
+    validate_encoding(layer_plan(plan, layer), layer_config(config, layer));
+    every_part.insert(every_part.end(), layer.plan.parts.begin(), layer.plan.parts.end());
+  }
   if (o.random_positions() > 0) {
     bool positional = false;  // an encoding that reads absolute positions
-    for (const std::string& part : plan.parts) {
+    for (const std::string& part : every_part) {
       const EncodingPoint point = find_encoding_family(part)->point;
       positional = positional || point == EncodingPoint::kInput || point == EncodingPoint::kQueryKey;
     }
@@ -70,12 +76,19 @@ torch::nn::Embedding make_embedding(const TransformerOptions& o) {
   return embed;
 }
 
-// One fresh block per layer, each with its own encoding modules.
+// One fresh block per layer, each with its own encoding modules (its layer's, with layer_encodings).
 torch::nn::ModuleList make_blocks(const TransformerOptions& o, bool causal) {
   const EncodingPlan plan = parse_encoding(o.encoding());
+  const std::vector<std::string>& pattern = o.layer_encodings();
   torch::nn::ModuleList blocks;
   for (int64_t layer = 0; layer < o.layers(); ++layer) {
-    blocks->push_back(TransformerBlock(o, make_attention_encodings(plan, o.encoding_config()), causal));
+    if (pattern.empty()) {
+      blocks->push_back(TransformerBlock(o, make_attention_encodings(plan, o.encoding_config()), causal));
+      continue;
+    }
+    const LayerEncoding spec = parse_layer_encoding(pattern[static_cast<size_t>(layer) % pattern.size()]);
+    blocks->push_back(TransformerBlock(
+        o, make_attention_encodings(layer_plan(plan, spec), layer_config(o.encoding_config(), spec)), causal));
   }
   return blocks;
 }

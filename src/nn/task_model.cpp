@@ -33,6 +33,7 @@ TaskModel::TaskModel(const Task& task, const TrainConfig& resolved) : task_(task
       .num_classes(task.kind() == TaskKind::kTextClassify ? task.num_classes() : 2)
       .masked_lm_head(task.kind() == TaskKind::kMaskedLm)
       .random_positions(resolved.random_positions)
+      .layer_encodings(layer_encoding_list(resolved))
       .encoding_config(resolved.encoding_config);
   if (task.model() == ModelKind::kEncoder) {
     encoder_ = TransformerEncoder(options);

@@ -89,7 +89,8 @@ ordered_json trajectory_fields(const TrainConfig& c) {
                       {"dropout", c.dropout},
                       {"attention", c.attention},
                       {"seed", c.seed},
-                      {"random_positions", c.random_positions}};
+                      {"random_positions", c.random_positions},
+                      {"layer_encodings", c.layer_encodings}};
   for (const EncodingParameter* p : encoding_training_options()) out[p->name] = parameter_json(*p, e);
   out["init_from"] = c.init_from;
   return out;
@@ -110,6 +111,7 @@ void check_same_run(const json& saved, const TrainConfig& config, const fs::path
                         : key == "attention"   ? json(kOldAttention)
                         : key == "init_from"   ? json("")  // checkpoints from before fine-tuning existed
                         : key == "random_positions" ? json(0)  // ... before randomized positions
+                        : key == "layer_encodings" ? json("")  // ... before per-layer encodings
                         : option != nullptr    ? parameter_json(*option, EncodingConfig{})  // before the family
                                                : json();
     if (json(value) != theirs) {
@@ -361,9 +363,15 @@ TrainConfig resolve_train_config(const TrainConfig& config) {
   e.causal = task.model() == ModelKind::kDecoder;
   const EncodingPlan plan = parse_encoding(c.encoding);
   validate_encoding(plan, e);
+  std::vector<std::string> every_part = plan.parts;  // of the model and of every layer
+  for (const std::string& spec : layer_encoding_list(c)) {
+    const LayerEncoding layer = parse_layer_encoding(spec);
+    validate_encoding(layer_plan(plan, layer), layer_config(e, layer));
+    every_part.insert(every_part.end(), layer.plan.parts.begin(), layer.plan.parts.end());
+  }
   if (c.random_positions > 0) {
     bool positional = false;  // an encoding that reads absolute positions
-    for (const std::string& part : plan.parts) {
+    for (const std::string& part : every_part) {
       const EncodingPoint point = find_encoding_family(part)->point;
       positional = positional || point == EncodingPoint::kInput || point == EncodingPoint::kQueryKey;
     }
@@ -374,6 +382,20 @@ TrainConfig resolve_train_config(const TrainConfig& config) {
             " needs max_positions >= ", c.random_positions, " (rows of the learned table), got ", c.max_positions);
   }
   return c;
+}
+
+std::vector<std::string> layer_encoding_list(const TrainConfig& config) {
+  std::vector<std::string> out;
+  const std::string& text = config.layer_encodings;
+  size_t start = 0;
+  while (!text.empty()) {
+    const size_t end = text.find(',', start);
+    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    require(!out.back().empty(), kOp, "layer_encodings has an empty entry in '", text, "'");
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
 }
 
 double learning_rate(const TrainConfig& c, int64_t step) {
@@ -419,6 +441,7 @@ std::string train_config_json(const TrainConfig& c) {
   j["dropout"] = c.dropout;
   j["max_positions"] = c.max_positions;
   j["random_positions"] = c.random_positions;
+  j["layer_encodings"] = c.layer_encodings;
   j["attention"] = c.attention;
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   return j.dump(2) + "\n";
@@ -468,6 +491,7 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   c.dropout = field<double>(j, "dropout", source);
   c.max_positions = field<int64_t>(j, "max_positions", source);
   if (j.contains("random_positions")) c.random_positions = field<int64_t>(j, "random_positions", source);
+  if (j.contains("layer_encodings")) c.layer_encodings = field<std::string>(j, "layer_encodings", source);
   c.attention = j.contains("attention") ? field<std::string>(j, "attention", source) : kOldAttention;
   if (j.contains("init_from")) c.init_from = field<std::string>(j, "init_from", source);
   return c;

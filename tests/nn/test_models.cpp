@@ -236,6 +236,32 @@ TEST(Models, DropoutOnlyInTraining) {
 }
 
 // Randomized positions (Ruoss et al. 2023): a sorted draw without replacement, uniform over [0, max).
+TEST(Models, LayerEncodingsCycleOverTheLayers) {
+  TransformerOptions o = small("learned+rope");
+  o.layers(5).layer_encodings({"rope:base=10000", "rope:base=1000000", "alibi"});
+  TransformerDecoder decoder(o);
+  ASSERT_TRUE(decoder->input_encoding);  // the model's input point stays
+  auto attention = [&](int64_t layer) { return decoder->blocks->ptr<TransformerBlockImpl>(layer)->attention; };
+  const double want[] = {1e4, 1e6, 0.0, 1e4, 1e6};  // 0: the alibi layer, no rotation
+  for (int64_t layer = 0; layer < 5; ++layer) {
+    SCOPED_TRACE(layer);
+    const AttentionEncodings& e = attention(layer)->encodings();
+    if (want[layer] == 0.0) {
+      EXPECT_FALSE(e.rotary);
+      EXPECT_TRUE(e.bias);
+    } else {
+      ASSERT_TRUE(e.rotary);
+      EXPECT_EQ(e.rotary->options().base(), want[layer]);
+      EXPECT_FALSE(e.bias);
+    }
+  }
+  EXPECT_EQ(decoder->forward(random_tokens(2, 9)).sizes(), (std::vector<int64_t>{2, 9, 50}));
+  // Each layer's plan is validated with its settings.
+  TransformerOptions bad = small("rope");
+  bad.layer_encodings({"rope:base=-1"});
+  expect_value_error([&] { TransformerDecoder{bad}; }, "[encoding] base must be finite and > 0, got -1");
+}
+
 TEST(RandomPositions, SortedDistinctUniformDraws) {
   at::Generator g = at::make_generator<at::CPUGeneratorImpl>(11);
   std::vector<int64_t> hits(40, 0);

@@ -345,6 +345,40 @@ TEST(EncodingRegistry, ParametersOutOfRangeAreRefused) {
   EXPECT_NO_THROW(validate_encoding(parse_encoding("rope"), c));  // rope does not read init_std
 }
 
+// Per-layer encodings (Gemma 3's local and global layers): a plan of inner points and its settings.
+TEST(EncodingRegistry, LayerEncodingsReplaceTheInnerPointsWithTheirSettings) {
+  const LayerEncoding global = parse_layer_encoding("rope:base=1000000");
+  EXPECT_EQ(global.plan.parts, std::vector<std::string>{"rope"});
+  ASSERT_EQ(global.settings.size(), 1u);
+  EXPECT_EQ(global.settings[0].first->name, "base");
+  EXPECT_EQ(global.settings[0].second, 1e6);
+  const EncodingConfig c = layer_config(EncodingConfig{}, global);
+  EXPECT_EQ(c.base, 1e6);
+  EXPECT_EQ(c.init_std, EncodingConfig{}.init_std);  // the rest untouched
+  EXPECT_EQ(make_attention_encodings(global.plan, c).rotary->options().base(), 1e6);
+  // The model's input point stays; its inner points give way to the layer's.
+  EXPECT_EQ(layer_plan(parse_encoding("learned+rope+t5"), parse_layer_encoding("alibi")).parts,
+            (std::vector<std::string>{"learned", "alibi"}));
+  EXPECT_EQ(layer_plan(parse_encoding("rope"), parse_layer_encoding("none")).parts, std::vector<std::string>{"none"});
+  const LayerEncoding two = parse_layer_encoding("rope+t5:base=500:t5_num_buckets=16");
+  EXPECT_EQ(layer_config(EncodingConfig{}, two).t5_num_buckets, 16);
+  EXPECT_EQ(layer_config(EncodingConfig{}, two).base, 500.0);
+
+  expect_value_error([] { parse_layer_encoding("rope:foo=1"); },
+                     "[encoding] layer encoding 'rope:foo=1': rope has no setting 'foo' (its settings: base)");
+  expect_value_error([] { parse_layer_encoding("alibi:base=1"); },
+                     "[encoding] layer encoding 'alibi:base=1': alibi has no setting 'base' (its settings: none)");
+  expect_value_error([] { parse_layer_encoding("rope:base"); },
+                     "[encoding] layer encoding 'rope:base': expected key=value, got 'base'");
+  expect_value_error([] { parse_layer_encoding("rope:base=1e4x"); },
+                     "[encoding] layer encoding 'rope:base=1e4x': base must be a number, got '1e4x'");
+  expect_value_error([] { parse_layer_encoding("sinusoidal+rope"); },
+                     "[encoding] layer encoding 'sinusoidal+rope': sinusoidal is an input encoding (added once, "
+                     "before the first layer); give it in the model's encoding");
+  expect_value_error([] { parse_layer_encoding("foo"); },
+                     "[encoding] unknown encoding 'foo'; known: " + kKnown + " (combine with '+')");
+}
+
 TEST(EncodingRegistry, ValidateErrors) {
   EncodingConfig c;
   c.dim = 10;

@@ -377,6 +377,18 @@ def test_random_positions_are_recorded_and_change_training_only(tmp_path):
     assert json.loads(a.stdout)["lengths"] == json.loads(b.stdout)["lengths"]
 
 
+def test_layer_encodings_are_recorded_and_checked(tmp_path):
+    out = tmp_path / "run"
+    train(out, *small_run(task="lookback", encoding="rope", layers=3,
+                          layer_encodings="rope:base=10000,rope:base=1000000,alibi"))
+    assert json.loads((out / "config.json").read_text())["layer_encodings"] == \
+        "rope:base=10000,rope:base=1000000,alibi"
+    bad = tmp_path / "bad"
+    r = run("train", *small_run(task="lookback", encoding="rope", layer_encodings="rope:base=x"), "--out", bad)
+    one_error_line(r, 2, "[encoding] layer encoding 'rope:base=x': base must be a number, got 'x'")
+    assert not bad.exists()
+
+
 def test_unknown_task_and_missing_options_exit_2(tmp_path):
     r = run("train", "--task", "sort", "--encoding", "rope", "--out", tmp_path / "run")
     one_error_line(r, 2, "[task] unknown task 'sort'; known: order, span, lookback, copy, text, mlm, text-classify, "

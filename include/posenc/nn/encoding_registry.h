@@ -33,6 +33,26 @@ EncodingPlan parse_encoding(std::string_view name);
 // "[encoding] dim must be divisible by num_heads, got dim 10 and num_heads 4".
 void validate_encoding(const EncodingPlan& plan, const EncodingConfig& config);
 
+// One layer's encoding in a per-layer pattern (Gemma 3 style: another RoPE
+// base on the global layers than on the local ones): a plan of inner points
+// and settings of its families, written "PLAN[:key=value[:key=value]]", e.g.
+// "rope:base=1000000" or "rope+alibi". Throws c10::ValueError:
+//   "[encoding] layer encoding 'rope:foo=1': rope has no setting 'foo' (its settings: base)"
+//   "[encoding] layer encoding 'rope:base': expected key=value, got 'base'"
+//   "[encoding] layer encoding 'rope:base=x': base must be a number, got 'x'"
+//   "[encoding] layer encoding 'learned': learned is an input encoding (added once, before the first
+//    layer); give it in the model's encoding"
+struct LayerEncoding {
+  EncodingPlan plan;
+  std::vector<std::pair<const EncodingParameter*, double>> settings;  // in the order given
+};
+LayerEncoding parse_layer_encoding(std::string_view spec);
+
+// The model's plan with its inner points replaced by the layer's (its input
+// point stays), and config with the layer's settings applied.
+EncodingPlan layer_plan(const EncodingPlan& model, const LayerEncoding& layer);
+EncodingConfig layer_config(EncodingConfig config, const LayerEncoding& layer);
+
 // The input-point module of the plan (added to the token embeddings), or null.
 InputEncoding make_input_encoding(const EncodingPlan& plan, const EncodingConfig& config);
 // Fresh inner-point modules for one attention layer (each layer owns its own).

@@ -51,6 +51,11 @@ struct TransformerOptions {
   // mode positions are 0..T-1. Needs an input or query/key family in the
   // encoding, and max_positions >= random_positions for a learned table.
   TORCH_ARG(int64_t, random_positions) = 0;
+  // Per-layer encodings (Gemma 3's local / global layers with their own RoPE
+  // base): layer l takes layer_encodings[l % size] ("rope:base=1000000", see
+  // parse_layer_encoding), which replaces the inner points of `encoding`; the
+  // input point stays `encoding`'s. Empty: every layer takes `encoding`.
+  TORCH_ARG(std::vector<std::string>, layer_encodings);
   TORCH_ARG(EncodingConfig, encoding_config);  // dim, num_heads, max_positions, causal are overwritten from above
 };
 

@@ -71,6 +71,9 @@ struct TrainConfig {
   // positions (one draw per step, seeded by seed and step); evaluation uses
   // 0..T-1. Needs an input or query/key encoding; >= seq_len. 0: off.
   int64_t random_positions = 0;
+  // Per-layer encodings, comma-separated, cycled over the layers (TransformerOptions::layer_encodings),
+  // e.g. "rope:base=10000,rope:base=10000,rope:base=1000000". Empty: every layer takes `encoding`.
+  std::string layer_encodings;
   // "fused" (the fused attention forward and backward; attention dropout takes the composed path)
   // | "composed" (differentiable torch ops).
   // config.json files written before the field existed read "composed", the path they trained with.
@@ -85,6 +88,9 @@ struct TrainConfig {
 // and returns the config with max_positions resolved. Throws std::invalid_argument
 // "[train] steps must be >= 1, got 0" (likewise for the other fields) and c10::ValueError from the registry.
 TrainConfig resolve_train_config(const TrainConfig& config);
+
+// config.layer_encodings split at the commas (empty: none).
+std::vector<std::string> layer_encoding_list(const TrainConfig& config);
 
 // The learning rate of step s (1-based), as in the schedule above.
 double learning_rate(const TrainConfig& config, int64_t step);
