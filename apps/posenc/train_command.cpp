@@ -93,6 +93,9 @@ TrainCommand::TrainCommand(CLI::App& parent) {
       ->capture_default_str();
   app_->add_option("--max-positions", config_.max_positions,
                    "Rows of a learned table (default: --seq-len, or --random-positions when set)");
+  app_->add_option("--encoding-setting", settings_,
+                   "A family's setting, key=value, repeatable (the keys of posenc encodings), e.g. "
+                   "input_scale=0.0283 or base=500000");
   app_->add_option("--layer-encodings", config_.layer_encodings,
                    "Per-layer encodings, cycled over the layers: PLAN[:key=value...] per layer, comma-separated, "
                    "e.g. rope:base=10000,rope:base=1000000 (replaces --encoding's attention parts; its input part "
@@ -163,6 +166,7 @@ int TrainCommand::run() const {
   nn::TrainResult r;
   try {
     nn::TrainConfig config = config_;
+    nn::apply_encoding_settings(config.encoding_config, settings_);
     if (text_task && vocab_size_->count() == 0) config.task_options.vocab_size = 0;  // the data's
     r = nn::train(config, out_, {.resume = resume_}, callbacks);
   } catch (...) {

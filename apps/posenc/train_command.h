@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "posenc/nn/trainer.h"
 
@@ -28,6 +29,7 @@ class TrainCommand {
   CLI::Option* eval_split_ = nullptr;
   CLI::Option* vocab_size_ = nullptr;
   nn::TrainConfig config_;
+  std::vector<std::string> settings_;  // --encoding-setting key=value
   std::string out_;
   bool resume_ = false;
 };

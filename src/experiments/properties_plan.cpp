@@ -1,3 +1,4 @@
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -17,6 +18,9 @@ PropertiesPlan properties_plan(bool quick) {
   nn::TrainConfig& fine = p.finetune;
   fine.task_options.vocab_size = 0;
   fine.task_options.eval_split = "validation";
+  // Sinusoids at the scale of the token embeddings (N(0, 0.02^2), as a learned table's): every component's
+  // mean square is 0.02^2. At amplitude 1 they are 35x the embeddings and swamp them (docs/experiments.md).
+  pre.encoding_config.input_scale = fine.encoding_config.input_scale = 0.02 * std::sqrt(2.0);
   if (quick) {
     p.encodings = {"none", "learned", "rope"};
     p.seeds = 2;  // the least a paired test can use

@@ -127,6 +127,31 @@ LayerEncoding parse_layer_encoding(std::string_view spec) {
   return layer;
 }
 
+void apply_encoding_settings(EncodingConfig& config, const std::vector<std::string>& settings) {
+  for (const std::string& item : settings) {
+    const size_t eq = item.find('=');
+    TORCH_CHECK_VALUE(eq != std::string::npos && eq > 0, "[", kOp, "] expected key=value, got '", item, "'");
+    const std::string key = item.substr(0, eq), text = item.substr(eq + 1);
+    const EncodingParameter* parameter = nullptr;
+    std::string names;
+    for (const EncodingParameter* p : encoding_training_options()) {
+      if (p->name == key) parameter = p;
+      names += (names.empty() ? "" : ", ") + p->name;
+    }
+    TORCH_CHECK_VALUE(parameter != nullptr, "[", kOp, "] unknown setting '", key, "'; known: ", names);
+    size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    TORCH_CHECK_VALUE(!text.empty() && used == text.size(), "[", kOp, "] ", key, " must be a number, got '", text,
+                      "'");
+    parameter->set(config, value);
+  }
+}
+
 EncodingPlan layer_plan(const EncodingPlan& model, const LayerEncoding& layer) {
   EncodingPlan out;
   for (const std::string& part : model.parts) {

@@ -150,6 +150,8 @@ ExtrapolationPlan extrapolation_plan(bool quick) {
   c.task_options.vocab_size = 0;  // the data's
   c.task_options.eval_split = "test";
   c.attention = "fused";
+  // Sinusoids at the token embeddings' scale, as in the properties suite (experiments/properties_plan.cpp).
+  c.encoding_config.input_scale = 0.02 * std::sqrt(2.0);
   if (quick) {
     p.encodings = {"none", "learned", "rope", "alibi"};
     p.seeds = 1;

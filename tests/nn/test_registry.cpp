@@ -92,7 +92,8 @@ TEST(EncodingRegistry, CatalogDescribesEveryFamilyOnce) {
   // Defaults come from EncodingConfig.
   const std::map<std::string, std::string> defaults{
       {"base", "10000"},      {"max_positions", "512"},  {"init_std", "0.02"},        {"xpos_scale_base", "512"},
-      {"max_distance", "16"}, {"t5_num_buckets", "32"}, {"t5_max_distance", "128"}, {"rope_fraction", "0.25"}};
+      {"max_distance", "16"}, {"t5_num_buckets", "32"}, {"t5_max_distance", "128"}, {"rope_fraction", "0.25"},
+      {"input_scale", "1"}};
   for (const auto& [name, text] : defaults) {
     bool found = false;
     for (const EncodingFamily& f : catalog) {
@@ -110,7 +111,7 @@ TEST(EncodingRegistry, CatalogDescribesEveryFamilyOnce) {
   EXPECT_EQ(std::set<std::string>(options.begin(), options.end()).size(), options.size());
   EXPECT_EQ(std::count(options.begin(), options.end(), "max_positions"), 0);
   for (const char* name : {"base", "init_std", "rope_fraction", "xpos_scale_base", "t5_num_buckets",
-                           "t5_max_distance", "max_distance"}) {
+                           "t5_max_distance", "max_distance", "input_scale"}) {
     EXPECT_EQ(std::count(options.begin(), options.end(), name), 1) << name;
   }
   // Per name, the parameters its factory reads.
@@ -377,6 +378,28 @@ TEST(EncodingRegistry, LayerEncodingsReplaceTheInnerPointsWithTheirSettings) {
                      "before the first layer); give it in the model's encoding");
   expect_value_error([] { parse_layer_encoding("foo"); },
                      "[encoding] unknown encoding 'foo'; known: " + kKnown + " (combine with '+')");
+}
+
+TEST(EncodingRegistry, SettingsByName) {
+  EncodingConfig c;
+  apply_encoding_settings(c, {"input_scale=0.5", "t5_num_buckets=16", "base=5e5"});
+  EXPECT_EQ(c.input_scale, 0.5);
+  EXPECT_EQ(c.t5_num_buckets, 16);
+  EXPECT_EQ(c.base, 5e5);
+  const auto table = std::dynamic_pointer_cast<SinusoidalEncodingImpl>(
+      make_input_encoding(parse_encoding("sinusoidal"), c).ptr());
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->options().scale(), 0.5);  // the amplitude reached the module
+  std::string known;
+  for (const EncodingParameter* p : encoding_training_options()) known += (known.empty() ? "" : ", ") + p->name;
+  expect_value_error([&] { apply_encoding_settings(c, {"foo=1"}); },
+                     "[encoding] unknown setting 'foo'; known: " + known);
+  expect_value_error([&] { apply_encoding_settings(c, {"base"}); }, "[encoding] expected key=value, got 'base'");
+  expect_value_error([&] { apply_encoding_settings(c, {"base=big"}); },
+                     "[encoding] base must be a number, got 'big'");
+  c.input_scale = 0;
+  expect_value_error([&] { validate_encoding(parse_encoding("sinusoidal"), c); },
+                     "[encoding] input_scale must be finite and > 0, got 0");
 }
 
 TEST(EncodingRegistry, ValidateErrors) {

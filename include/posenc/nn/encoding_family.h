@@ -38,6 +38,10 @@ struct EncodingConfig {
   int64_t t5_num_buckets = 32;
   int64_t t5_max_distance = 128;
   double init_std = 0.02;
+  // sinusoidal, learnable-sinusoidal: the sinusoids' amplitude (1: the paper's formula). The
+  // experiment suites use init_std * sqrt(2), the scale of their token embeddings (see
+  // docs/experiments.md): unscaled, the table is 35x the N(0, 0.02^2) embeddings it is added to.
+  double input_scale = 1.0;
   // p-rope: the share p of RoPE's frequency pairs that turn, the fastest (Barbero et al. 2024); in (0, 1].
   double rope_fraction = 0.25;
   // "rope": a context-extension scaling (Hugging Face rope_scaling). Training

@@ -53,6 +53,11 @@ LayerEncoding parse_layer_encoding(std::string_view spec);
 EncodingPlan layer_plan(const EncodingPlan& model, const LayerEncoding& layer);
 EncodingConfig layer_config(EncodingConfig config, const LayerEncoding& layer);
 
+// Sets "key=value" settings (the families' training options, e.g. "input_scale=0.03") in config; the
+// ranges are checked by validate_encoding for the families a plan uses. Throws c10::ValueError
+// "[encoding] unknown setting 'foo'; known: base, ..." and the key=value / number messages above.
+void apply_encoding_settings(EncodingConfig& config, const std::vector<std::string>& settings);
+
 // The input-point module of the plan (added to the token embeddings), or null.
 InputEncoding make_input_encoding(const EncodingPlan& plan, const EncodingConfig& config);
 // Fresh inner-point modules for one attention layer (each layer owns its own).

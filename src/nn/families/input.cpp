@@ -14,10 +14,12 @@ void add_input(std::vector<EncodingFamily>& out) {
   sinusoidal.point = EncodingPoint::kInput;
   sinusoidal.description =
       "fixed sinusoids added to the token embeddings, interleaved (sin, cos) (Vaswani et al. 2017)";
-  sinusoidal.parameters = {base_parameter("frequencies base^(-2i/dim)")};
+  const EncodingParameter amplitude = real("input_scale", &EncodingConfig::input_scale,
+                                          "amplitude of the sinusoids added to the embeddings", 0.0, true);
+  sinusoidal.parameters = {base_parameter("frequencies base^(-2i/dim)"), amplitude};
   sinusoidal.needs.even_dim = true;
   sinusoidal.make_input = [](const EncodingConfig& c) -> InputEncoding {
-    return SinusoidalEncoding(SinusoidalEncodingOptions(c.dim).base(c.base));
+    return SinusoidalEncoding(SinusoidalEncodingOptions(c.dim).base(c.base).scale(c.input_scale));
   };
   out.push_back(std::move(sinusoidal));
 
@@ -39,11 +41,11 @@ void add_input(std::vector<EncodingFamily>& out) {
   learnable.point = EncodingPoint::kInput;
   learnable.description =
       "sinusoids with trainable frequencies, initialised to the fixed ones (Wang et al., ICLR 2021)";
-  learnable.parameters = {base_parameter("initial frequencies base^(-2i/dim)")};
+  learnable.parameters = {base_parameter("initial frequencies base^(-2i/dim)"), amplitude};
   learnable.needs.even_dim = true;
   learnable.report_section = "sinusoidal";  // equal to the fixed table until trained
   learnable.make_input = [](const EncodingConfig& c) -> InputEncoding {
-    return LearnableSinusoidalEncoding(LearnableSinusoidalEncodingOptions(c.dim).base(c.base));
+    return LearnableSinusoidalEncoding(LearnableSinusoidalEncodingOptions(c.dim).base(c.base).scale(c.input_scale));
   };
   out.push_back(std::move(learnable));
 }
