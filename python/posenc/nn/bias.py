@@ -21,7 +21,7 @@ from torch import nn
 
 import posenc
 
-from ._common import as_int, checked_std, choice, fail, integer
+from ._common import as_int, checked_std, choice, fail, integer, OffsetRowsBias
 
 __all__ = ["AlibiBias", "AlibiBias2d", "KerpleBias", "T5Bias", "T5Bias2d"]
 
@@ -259,7 +259,7 @@ class T5Bias2d(nn.Module):
                f"num_buckets={self.num_buckets}, max_distance={self.max_distance}, bidirectional={self.bidirectional}"
 
 
-class KerpleBias(nn.Module):
+class KerpleBias(OffsetRowsBias, nn.Module):
     """KERPLE (Chi et al. 2022): bias[h, i, j] = -r1_h log(1 + r2_h |i' - j|) (kind "log") or -r1_h |i' - j|^r2_h
     (kind "power", r2 <= 2), -inf where j > i' when causal. Parameters r1, r2 [num_heads]: the authors' draws
     U(0, 2) and U(0, 1) unless r1 / r2 give every head's initial value, projected before each use onto
@@ -318,31 +318,6 @@ class KerpleBias(nn.Module):
         self.project()
         dtype = _dtype(self, dtype)
         return posenc.kerple_offset_bias(self.r1.to(dtype), self.r2.to(dtype), q_len, k_len, kind=self.kind)
-
-    def _dense(self, q_len, k_len, dtype=None):
-        """The rows read at j - i' + k_len - 1 = j - i + q_len - 1: [H, q_len, k_len], and those columns."""
-        column = torch.arange(k_len).unsqueeze(0) - torch.arange(q_len).unsqueeze(1) + (q_len - 1)
-        if q_len == 0 or k_len == 0:
-            return torch.zeros(self.num_heads, q_len, k_len, dtype=_dtype(self, dtype)), column
-        return self.offset_rows(q_len, k_len, dtype)[:, column], column
-
-    def forward(self, q_len, k_len):
-        q_len, k_len = operator.index(q_len), operator.index(k_len)
-        if self.causal and q_len > k_len:
-            fail("KerpleBias", f"causal attention needs every query to see a key: q_len must be <= k_len, got "
-                               f"{q_len} and {k_len}")
-        bias, column = self._dense(q_len, k_len)
-        if self.causal:
-            bias = bias.masked_fill(column > k_len - 1, -math.inf)
-        return bias
-
-    def attention_kwargs(self, q_len, k_len, *, dtype=None):
-        """{"offset_bias": [H, q_len + k_len - 1] (, "causal": True)}: the rows alone, O(H T), as the C++
-        MultiheadAttention hands them to the fused kernel; differentiable wrt r1 and r2."""
-        kwargs = {"offset_bias": self.offset_rows(operator.index(q_len), operator.index(k_len), dtype)}
-        if self.causal:
-            kwargs["causal"] = True
-        return kwargs
 
     def extra_repr(self):
         return f"num_heads={self.num_heads}, kind={self.kind}, causal={self.causal}"

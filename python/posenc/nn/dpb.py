@@ -19,7 +19,7 @@ from torch import nn
 
 import posenc  # noqa: F401  (loads the op library)
 
-from ._common import as_int, fail, integer
+from ._common import as_int, fail, integer, OffsetRowsBias
 
 __all__ = ["ContinuousPositionBias2d", "DynamicPositionBias"]
 
@@ -32,7 +32,7 @@ def _uniform_(tensor, fan_in):
     tensor.uniform_(-bound, bound)
 
 
-class DynamicPositionBias(nn.Module):
+class DynamicPositionBias(OffsetRowsBias, nn.Module):
     """x-transformers' DynamicPositionBias: for query i (at i' = i + k_len - q_len) and key j,
     bias[h, i, j] = MLP(phi(i' - j))_h with the MLP Linear(1, hidden) [+ LayerNorm] + SiLU, depth - 1 times
     Linear(hidden, hidden) [+ LayerNorm] + SiLU, then Linear(hidden, num_heads); -inf where j > i' when causal.
@@ -93,31 +93,6 @@ class DynamicPositionBias(nn.Module):
                                     self.hidden_bias.to(dtype), *norm, self.out_weight.to(dtype),
                                     self.out_bias.to(dtype), operator.index(q_len), operator.index(k_len),
                                     self.log_distance)
-
-    def _dense(self, q_len, k_len, dtype=None):
-        """The rows read at j - i' + k_len - 1 = j - i + q_len - 1: [H, q_len, k_len], and those columns."""
-        column = torch.arange(k_len).unsqueeze(0) - torch.arange(q_len).unsqueeze(1) + (q_len - 1)
-        if q_len == 0 or k_len == 0:
-            return torch.zeros(self.num_heads, q_len, k_len, dtype=dtype or self.in_weight.dtype), column
-        return self.offset_rows(q_len, k_len, dtype)[:, column], column
-
-    def forward(self, q_len, k_len):
-        q_len, k_len = operator.index(q_len), operator.index(k_len)
-        if self.causal and q_len > k_len:
-            fail("DynamicPositionBias", f"causal attention needs every query to see a key: q_len must be <= k_len, "
-                                        f"got {q_len} and {k_len}")
-        bias, column = self._dense(q_len, k_len)
-        if self.causal:
-            bias = bias.masked_fill(column > k_len - 1, -math.inf)
-        return bias
-
-    def attention_kwargs(self, q_len, k_len, *, dtype=None):
-        """{"offset_bias": [H, q_len + k_len - 1] (, "causal": True)}: the rows alone, O(H T), as the C++
-        MultiheadAttention hands them to the fused kernel; differentiable wrt every weight."""
-        kwargs = {"offset_bias": self.offset_rows(operator.index(q_len), operator.index(k_len), dtype)}
-        if self.causal:
-            kwargs["causal"] = True
-        return kwargs
 
     def extra_repr(self):
         return f"num_heads={self.num_heads}, hidden={self.hidden}, depth={self.depth}, " \
