@@ -96,19 +96,22 @@ def _rotate(q, k, rope):
 def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=None, alibi_slopes=None,
               t5_table=None, t5_num_buckets=32, t5_max_distance=128, rel_k=None, rel_v=None, max_distance=None,
               rel_2d=None, return_weights=False, t5_bidirectional=None, xl_u=None, xl_v=None, bias=None,
-              path="auto", max_time=_DEFAULT_MAX_TIME, offset_bias=None, grid_bias=None, fire=None):
+              path="auto", max_time=_DEFAULT_MAX_TIME, offset_bias=None, grid_bias=None, fire=None, cope=None,
+              rel_q=None, rel_index=None):
     """Attention with positional terms: returns out (B, H, Tq, Dv), or (out, weights) with return_weights.
 
     With i' = i + Tk - Tq and r(d) = clip(d, -K, K) + K for d = j - i':
 
         s[i, j] = scale * ( (q_i + xl_u) . k_j
                           + (q_i + xl_v) . rel_k[r(d)]
+                          + k_j . rel_q[r(d)]                (DeBERTa's p2c)
                           + q_i . (table_h[y_j - y_i + height - 1] + table_w[x_j - x_i + width - 1]) )
                   - m_h |d|                          (ALiBi, alibi_slopes [H])
                   + t5_table[bucket(d), h]           (T5, t5_table [t5_num_buckets, H])
                   + offset_bias[h, d + Tk - 1]       (any bias of the offset alone)
                   + grid_bias[h, y_j - y_i + Hg - 1, x_j - x_i + Wg - 1]
                   + fire(i', j)_h                    (FIRE, computed per tile)
+                  + cope(q_i, k, e)_j                (CoPE, computed per query row)
                   + bias[b, h, i, j]
         s[i, j] = -inf where j > i' (causal) or key_padding_mask[b, j] (True = padding)
         p = softmax(s) over j;  a row whose keys are all masked gives p = 0 (output 0, no NaN)
@@ -143,6 +146,17 @@ def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=
       ALiBi and T5 rows).
     * fire: FIRE's (w1, b1, w2, b2, c, threshold) (posenc.nn.FireBias.terms()),
       evaluated per tile inside the kernel, forward and backward; needs causal.
+    * cope: CoPE's table e [npos, Dh] shared by the heads (posenc.nn.CopeBias.e):
+      gates sigmoid(scale q_i . k_t) over the keys up to the query (padded keys
+      count 0), positions p_ij = sum_{t=j}^{i'} g_it clamped at npos - 1, and
+      q_i . e interpolated at p_ij added to the logits unscaled; computed per
+      query row inside the kernel, differentiable wrt q, k and e; needs causal.
+    * rel_q [2K+1, Dh] | [H, 2K+1, Dh]: a relative query table, k_j . rel_q[r(d)]
+      scaled like rel_k (DeBERTa's position-to-content term). rel_index int64
+      [2K+1]: rows of rel_k and rel_q read at rel_index[r(d)] instead of r(d)
+      (the tables then have any row count; DeBERTa's log buckets:
+      torch.ops.posenc.deberta_row_index); max_distance None is read from it;
+      not with rel_v.
     * bias: any dense bias broadcastable to (B, H, Tq, Tk).
     * path: "auto" takes the fused streaming kernel, forward and backward
       (no (Tq, Tk) buffer), unless return_weights needs a gradient;
@@ -175,5 +189,5 @@ def attention(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=
     out, weights = _ops.attention(q, k, v, causal, key_padding_mask, scale, alibi_slopes, t5_table, t5_num_buckets,
                                   t5_max_distance, t5_bidirectional, rel_k, rel_v, max_distance, rel_2d_h, rel_2d_w,
                                   height, width, xl_u, xl_v, bias, return_weights, path, offset_bias, grid_bias,
-                                  *fire_terms)
+                                  *fire_terms, cope_e=cope, rel_q=rel_q, rel_index=rel_index)
     return (out, weights) if return_weights else out

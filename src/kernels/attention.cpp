@@ -116,6 +116,7 @@ class Attention {
     kd_ = t_.max_distance;
     relk_ = t_.rel_k != nullptr && dh_ > 0;  // with Dh = 0 the term is 0
     relv_ = t_.rel_v != nullptr && dv_ > 0;
+    relq_ = t_.rel_q != nullptr && dh_ > 0;
     grid_ = t_.grid_h != nullptr || t_.grid_w != nullptr;
     hg_ = t_.grid_height, wg_ = t_.grid_width;
     vector_terms_ = relk_ || grid_ || t_.offset_bias != nullptr;
@@ -159,6 +160,7 @@ class Attention {
     T *wst, *mt, *wlo;    // relative values: W (BM, ldw), per-tile max, clipped sums (2 BM)
     T *rh, *rw, *eh, *ew; // 2D relative
     T* tb;                // the tile bias's scratch
+    T* eq;                // relative queries: (BM, 2 BM) products of a sub-tile of keys with its band
     int64_t* gb_off;      // grid bias: per lane offset
   };
 
@@ -234,6 +236,7 @@ class Attention {
       off_.ew = take(wg_ * bm);
     }
     if (t_.tile_bias != nullptr) off_.tb = take(t_.tile_bias->scratch_size(bm, kKeyTile));
+    if (relq_) off_.eq = take(bm * 2 * bm);
     per_thread_ = n;
   }
 
@@ -247,6 +250,7 @@ class Attention {
     w.wst = base + off_.wst, w.mt = base + off_.mt, w.wlo = base + off_.wlo;
     w.rh = base + off_.rh, w.rw = base + off_.rw, w.eh = base + off_.eh, w.ew = base + off_.ew;
     w.tb = base + off_.tb;
+    w.eq = base + off_.eq;
     w.gb_off = offsets;
     // Rows past a tile's keys are read by whole-block transposes (never used): keep them finite.
     std::fill(w.st, w.st + (kKeyTile + kLanes) * kBM, T(0));
@@ -273,6 +277,7 @@ class Attention {
       ldx_ = round_up(x_last_ - x_first_ + 1 + kLanes, kWideTile) + kWideTile;
       relk_t_.resize(static_cast<size_t>(t_.rel_tables * dh_ * ldx_));
     }
+    if (relq_) prepare_rel_q();
     if (relv_ && tk_ > 0) {
       const int64_t rows = 2 * kd_ + 1, nt = t_.rel_tables;
       // Padded lanes reach below the valid queries' rows: start where the block's rows can.
@@ -297,7 +302,7 @@ class Attention {
   // then one product over contiguous columns with the clipping built in.
   // Tasks of (table, lanes rows of Dh); unclipped columns by register transposes.
   void pack_rel_k() {
-    const int64_t rows = 2 * kd_ + 1, nx = x_last_ - x_first_ + 1;
+    const int64_t rows = rel_rows(), nx = x_last_ - x_first_ + 1;
     const int64_t dblocks = (dh_ + kLanes - 1) / kLanes;
 #pragma omp for schedule(static)
     for (int64_t task = 0; task < t_.rel_tables * dblocks; ++task) {
@@ -306,17 +311,73 @@ class Attention {
       T* dst = relk_t_.data() + (t * dh_ + d0) * ldx_;
       for (int64_t x = 0; x < nx; x += kLanes) {
         const int64_t r = x + x_first_;
-        if (dn == kLanes && x + kLanes <= nx && r >= 0 && r + kLanes - 1 <= 2 * kd_) {
+        if (t_.rel_index == nullptr && dn == kLanes && x + kLanes <= nx && r >= 0 && r + kLanes - 1 <= 2 * kd_) {
           detail::transpose_block(src + r * dh_, dh_, dst + x, ldx_);
           continue;
         }
         for (int64_t d = 0; d < dn; ++d) {
           for (int64_t c = x; c < std::min(nx, x + kLanes); ++c) {
-            dst[d * ldx_ + c] = src[std::clamp<int64_t>(c + x_first_, 0, 2 * kd_) * dh_ + d];
+            dst[d * ldx_ + c] = src[table_row(std::clamp<int64_t>(c + x_first_, 0, 2 * kd_)) * dh_ + d];
           }
         }
       }
       for (int64_t d = 0; d < dn; ++d) std::fill(dst + d * ldx_ + nx, dst + (d + 1) * ldx_, T(0));
+    }
+  }
+
+  // Rows of rel_k / rel_q: clip(d, -K, K) + K itself, or through rel_index.
+  int64_t rel_rows() const noexcept { return t_.rel_index != nullptr ? t_.rel_rows : 2 * kd_ + 1; }
+  int64_t table_row(int64_t c) const noexcept { return t_.rel_index != nullptr ? t_.rel_index[c] : c; }
+
+  // scale * rel_q transposed with its columns by decreasing offset, one per
+  // offset a block can reach: column x is offset d = dq_top - x, so a key's
+  // lanes (d falling with m) read a contiguous run.
+  void prepare_rel_q() {
+    dq_top_ = tq_ + kBM - 2;  // largest j1 + BM - 1 - i0' of a key sub-tile (add_rel_q)
+    ldq_ = detail::padded_stride<T>(round_up(tq_ + tk_ + 2 * kBM, kLanes));
+    relq_t_.assign(static_cast<size_t>(t_.rel_tables * dh_ * ldq_), T(0));
+    const T scale = static_cast<T>(p_.scale);
+    const int64_t rows = rel_rows();
+    for (int64_t t = 0; t < t_.rel_tables; ++t) {
+      for (int64_t x = 0; x < ldq_; ++x) {
+        const T* src = t_.rel_q + (t * rows + table_row(clip(dq_top_ - x, kd_) + kd_)) * dh_;
+        for (int64_t d = 0; d < dh_; ++d) relq_t_[(t * dh_ + d) * ldq_ + x] = scale * src[d];
+      }
+    }
+  }
+
+  // Relative queries (DeBERTa's p2c): per sub-tile of BM keys from j1 one GEMM
+  // E[n][y] = k_n . scale rel_q[row(d)] over its band y = j1 + BM - 1 - i0' - d
+  // in [0, 2 BM); lane m of key n then adds E[n][BM - 1 - n + m]. 2 BM columns
+  // per key: twice the content product, not a (Tq, Tk) buffer.
+  void add_rel_q(const Work& w, const Block& bk, int64_t j0, int64_t nn) const {
+    constexpr int64_t ld = 2 * kBM;
+    const T* kb = k_.row(bk.b, bk.h, 0);
+    const T* table = relq_t_.data() + (t_.rel_tables == 1 ? 0 : bk.h) * dh_ * ldq_;
+    for (int64_t n1 = 0; n1 < nn; n1 += kBM) {
+      const int64_t ns = std::min(kBM, nn - n1), j1 = j0 + n1;
+      const T* bt = table + (dq_top_ - (j1 + kBM - 1 - bk.i0p));
+      for (int64_t n0 = 0; n0 < ns; n0 += kKeyRows) {
+        const int64_t j = j1 + n0;
+        const T* src = kb + j * k_.stride_r;
+        int64_t lda = k_.stride_r;
+        if (j + kKeyRows > tk_) {  // rows past the end of K: zeros
+          const int64_t valid = std::max<int64_t>(0, tk_ - j);
+          for (int64_t r = 0; r < kKeyRows; ++r) {
+            for (int64_t d = 0; d < dh_; ++d) w.kpad[r * dh_ + d] = r < valid ? src[r * lda + d] : T(0);
+          }
+          src = w.kpad, lda = dh_;
+        }
+        for (int64_t c0 = 0; c0 < ld; c0 += kBM) {
+          detail::gemm_tile<T, kKeyRows, kBlockVectors, ALayout::kRows>(dh_, src, lda, bt + c0, ldq_,
+                                                                        w.eq + n0 * ld + c0, ld, kKeyRows, kBM, false);
+        }
+      }
+      for (int64_t n = 0; n < ns; ++n) {
+        T* sr = w.st + (n1 + n) * kBM;
+        const T* e = w.eq + n * ld + (kBM - 1 - n);
+        for (int64_t c = 0; c < kBM; c += kLanes) S::store(sr + c, S::load(sr + c) + S::load(e + c));
+      }
     }
   }
 
@@ -441,6 +502,7 @@ class Attention {
       }
     }
     if (vector_terms_) add_vector_terms(w, bk, j0, nn);
+    if (relq_) add_rel_q(w, bk, j0, nn);
     if (t_.grid_bias != nullptr) {
       const T* gb = t_.grid_bias + bk.h * (2 * hg_ - 1) * (2 * wg_ - 1);
       for (int64_t n = 0; n < nn; ++n) {
@@ -637,6 +699,8 @@ class Attention {
     std::fill(w.l, w.l + kBM, T(0));
     std::fill(w.o, w.o + kBM * dvp_, T(0));
     if (relv_) std::fill(w.wlo, w.wlo + 2 * kBM, T(0));
+    // A term with per-row state (CoPE) fills it for the block; write_weights' second pass reuses it.
+    if (t_.tile_bias != nullptr && t_.tile_bias->needs_rows()) t_.tile_bias->begin_rows(b, h, bk.i0p, bk.mb, w.tb);
     for (int64_t tile = 0; tile * kKeyTile < bk.jend; ++tile) {
       const int64_t j0 = tile * kKeyTile, nn = std::min(kKeyTile, bk.jend - j0);
       score_tile(w, bk, j0, nn);
@@ -712,12 +776,13 @@ class Attention {
   BatchedMatrix<T> out_, w_;
   T* lse_;
   int64_t nb_, nh_, tq_, tk_, dh_, dv_, dvp_, shift_, kd_, hg_, wg_, nblocks_;
-  bool relk_, relv_, grid_, vector_terms_, weights_, v_direct_;
+  bool relk_, relv_, relq_, grid_, vector_terms_, weights_, v_direct_;
   int64_t band_max_ = 1, x_first_ = 0, x_last_ = 0, ldr_ = 0, ldw_ = 0, ldx_ = 0, per_thread_ = 0;
   struct {
-    int64_t qp, qc, qw, st, o, m, kpad, vpad, rext, et, lohi, wst, mt, wlo, rh, rw, eh, ew, tb;
+    int64_t qp, qc, qw, st, o, m, kpad, vpad, rext, et, lohi, wst, mt, wlo, rh, rw, eh, ew, tb, eq;
   } off_{};
-  std::vector<T> ob_rev_, relv_pad_, relk_t_;
+  std::vector<T> ob_rev_, relv_pad_, relk_t_, relq_t_;
+  int64_t dq_top_ = 0, ldq_ = 0;
   int64_t ob_ld_ = 0;
   const T* relv_base_ = nullptr;
   int64_t relv_first_ = 0, relv_ld_ = 0, relv_table_ = 0;
@@ -737,6 +802,20 @@ void validate_tile_bias(const char* op, const AttentionParams& params, const Til
   require(!tile_bias->needs_causal() || params.causal, op, "the ", tile_bias->name(),
           " term needs causal attention, got causal false");
 }
+
+template <class T>
+void validate_rel_index(const char* op, const AttentionTerms<T>& terms) {
+  if (terms.rel_index == nullptr) return;
+  require(terms.rel_v == nullptr, op, "rel_index addresses rel_k and rel_q, not rel_v");
+  require(terms.rel_rows >= 1, op, "rel_index rows must be >= 1, got ", terms.rel_rows);
+  for (int64_t c = 0; c <= 2 * terms.max_distance; ++c) {
+    require(terms.rel_index[c] >= 0 && terms.rel_index[c] < terms.rel_rows, op, "rel_index[", c,
+            "] must be a row in [0, ", terms.rel_rows, "), got ", terms.rel_index[c]);
+  }
+}
+
+template void validate_rel_index<float>(const char*, const AttentionTerms<float>&);
+template void validate_rel_index<double>(const char*, const AttentionTerms<double>&);
 
 template void validate_tile_bias<float>(const char*, const AttentionParams&, const TileBias<float>*);
 template void validate_tile_bias<double>(const char*, const AttentionParams&, const TileBias<double>*);
@@ -773,10 +852,11 @@ void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, 
             op, "weights must be (B, H, Tq, Tk) = (", q.batch, ", ", q.heads, ", ", q.rows, ", ", k.rows,
             "), got (", weights.batch, ", ", weights.heads, ", ", weights.rows, ", ", weights.cols, ")");
   }
-  const bool rel = terms.rel_k != nullptr || terms.rel_v != nullptr;
+  const bool rel = terms.rel_k != nullptr || terms.rel_v != nullptr || terms.rel_q != nullptr;
   const bool grid = terms.grid_h != nullptr || terms.grid_w != nullptr || terms.grid_bias != nullptr;
   validate_attention(op, params, q.batch, q.heads, q.rows, k.rows, q.cols, v.cols, rel ? terms.rel_tables : 1,
                      rel ? terms.max_distance : 0, grid, terms.grid_height, terms.grid_width, terms.grid_tables);
+  validate_rel_index(op, terms);
   require_data(op, "q", q);
   require_data(op, "k", k);
   require_data(op, "v", v);

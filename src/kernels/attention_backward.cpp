@@ -87,6 +87,8 @@ class Backward {
     scale_ = static_cast<T>(p_.scale);
     relk_ = t_.rel_k != nullptr && dh_ > 0;
     relv_ = t_.rel_v != nullptr && dv_ > 0;
+    relq_ = t_.rel_q != nullptr && dh_ > 0;
+    rel_rows_ = t_.rel_index != nullptr ? t_.rel_rows : 2 * kd_ + 1;
     gridh_ = t_.grid_h != nullptr && dh_ > 0;
     gridw_ = t_.grid_w != nullptr && dh_ > 0;
     hg_ = t_.grid_height, wg_ = t_.grid_width;
@@ -156,6 +158,8 @@ class Backward {
     int64_t* runs;             // a key tile's grid rows: (first key, y, first x) per run
     // Table-gradient partials of the task's head (one table: its own, or the shared one).
     T *du, *dw, *drk, *drv, *dgh, *dgw, *dob, *dgb;
+    T *rq, *gq;                // relative queries: (kBN, ldg) band products K band^T, diagonal scatter of dS
+    T* drq;                    // its table-gradient partial (offset rows, unscaled)
     T* tb;                     // the tile bias's scratch
     double* dtb;               // its parameter-gradient partial (the task's head), or null
   };
@@ -167,7 +171,8 @@ class Backward {
     };
     zero(g_.content_shift, nh_ * dh_);
     zero(g_.relative_shift, nh_ * dh_);
-    zero(g_.rel_k, t_.rel_tables * (2 * kd_ + 1) * dh_);
+    zero(g_.rel_k, t_.rel_tables * rel_rows_ * dh_);
+    zero(g_.rel_q, t_.rel_tables * rel_rows_ * dh_);
     zero(g_.rel_v, t_.rel_tables * (2 * kd_ + 1) * dv_);
     zero(g_.grid_h, t_.grid_tables * (2 * hg_ - 1) * dh_);
     zero(g_.grid_w, t_.grid_tables * (2 * wg_ - 1) * dh_);
@@ -195,9 +200,22 @@ class Backward {
       rkt_.assign(static_cast<size_t>(t_.rel_tables * dh_ * ldx_ + kMR * ldx_), T(0));
       for (int64_t t = 0; t < t_.rel_tables; ++t) {
         for (int64_t x = 0; x < nx_; ++x) {
-          const T* src = t_.rel_k + (t * rows + clip(x + d_min_, kd_) + kd_) * dh_;
+          const T* src = t_.rel_k + (t * rel_rows_ + row_of(x + d_min_)) * dh_;
           std::copy(src, src + dh_, rkx_.data() + (t * nx_ + x) * dhp_);
           for (int64_t d = 0; d < dh_; ++d) rkt_[(t * dh_ + d) * ldx_ + x] = src[d];
+        }
+      }
+    }
+    if (relq_) {  // scale * rel_q per offset, rows and transposed
+      pqx_.assign(static_cast<size_t>(t_.rel_tables * nx_ * dhp_ + kMR * dhp_), T(0));
+      pqt_.assign(static_cast<size_t>(t_.rel_tables * dh_ * ldx_ + kMR * ldx_), T(0));
+      for (int64_t t = 0; t < t_.rel_tables; ++t) {
+        for (int64_t x = 0; x < nx_; ++x) {
+          const T* src = t_.rel_q + (t * rel_rows_ + row_of(x + d_min_)) * dh_;
+          for (int64_t d = 0; d < dh_; ++d) {
+            pqx_[(t * nx_ + x) * dhp_ + d] = scale_ * src[d];
+            pqt_[(t * dh_ + d) * ldx_ + x] = scale_ * src[d];
+          }
         }
       }
     }
@@ -250,6 +268,7 @@ class Backward {
     off_.rh = gridh_ ? take(2 * kBM * ldh_) : 0;
     off_.rw = gridw_ ? take(2 * kBM * ldw_) : 0;
     off_.tb = t_.tile_bias != nullptr ? take(t_.tile_bias->scratch_size(kBM, kBN)) : 0;
+    off_.rq = relq_ ? take(2 * (kBN + kMR) * ldg_) : 0;
     per_thread_ = n + 8 * kBN;  // slack for the whole-vector and kMR-row reads past the last buffer
 
     n = 0;
@@ -257,6 +276,7 @@ class Backward {
     part_.dw = g_.relative_shift != nullptr ? take(dh_) : -1;
     part_.drk = g_.rel_k != nullptr && relk_ ? take(nx_ * dhp_) : -1;
     part_.drv = g_.rel_v != nullptr && relv_ ? take(nx_ * dvp_) : -1;
+    part_.drq = g_.rel_q != nullptr && relq_ ? take(nx_ * dhp_) : -1;
     part_.dgh = g_.grid_h != nullptr && gridh_ ? take((2 * hg_ - 1) * dhp_) : -1;
     part_.dgw = g_.grid_w != nullptr && gridw_ ? take((2 * wg_ - 1) * dhp_) : -1;
     part_.dob = g_.offset_bias != nullptr ? take(nob_) : -1;
@@ -275,6 +295,7 @@ class Backward {
     w.rh = base + off_.rh, w.drh = w.rh + kBM * ldh_;
     w.rw = base + off_.rw, w.drw = w.rw + kBM * ldw_;
     w.tb = base + off_.tb, w.dtb = nullptr;
+    w.rq = base + off_.rq, w.gq = w.rq + (kBN + kMR) * ldg_;
     std::fill(base, base + per_thread_, T(0));  // padding rows and columns stay 0
     return w;
   }
@@ -283,6 +304,7 @@ class Backward {
     const auto at = [&](int64_t off) { return off < 0 ? nullptr : part + off; };
     w.du = at(part_.du), w.dw = at(part_.dw), w.drk = at(part_.drk), w.drv = at(part_.drv);
     w.dgh = at(part_.dgh), w.dgw = at(part_.dgw), w.dob = at(part_.dob), w.dgb = at(part_.dgb);
+    w.drq = at(part_.drq);
   }
 
   // K (padded rows and transposed) and V^T of head (b, h).
@@ -365,6 +387,8 @@ class Backward {
                                 false);
       std::fill(w.drw, w.drw + kBM * ldw_, T(0));
     }
+    const bool tile_rows = t_.tile_bias != nullptr && t_.tile_bias->needs_rows();
+    if (tile_rows) t_.tile_bias->begin_rows(b, h, i0 + shift_, mb, w.tb);
     for (int64_t j0 = 0; j0 < jend; j0 += kBN) key_tile(w, b, h, i0, mb, j0, std::min(kBN, jend - j0), ys, xs);
 
     if (gridh_) finish_axis(w.drh, ldh_, 2 * hg_ - 1, ghp_.data() + gt * (2 * hg_ - 1) * dhp_, w.dgh, w, mb);
@@ -381,6 +405,11 @@ class Backward {
       if (w.dw != nullptr) {
         for (int64_t d = 0; d < dh_; ++d) w.dw[d] += scale_ * r[d];
       }
+    }
+    if (tile_rows) {  // the term's own gradients of q, k (gates) and its parameters
+      t_.tile_bias->finish_rows(b, h, i0 + shift_, mb, g_.q.data != nullptr ? g_.q.row(b, h, i0) : nullptr,
+                                g_.q.stride_r, g_.k.data != nullptr ? g_.k.row(b, h, 0) : nullptr, g_.k.stride_r,
+                                w.dtb, w.tb);
     }
   }
 
@@ -408,6 +437,12 @@ class Backward {
     T sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
     return sum;
+  }
+
+  // Table row of offset d: clip(d, -K, K) + K itself, or through rel_index.
+  int64_t row_of(int64_t d) const noexcept {
+    const int64_t c = clip(d, kd_) + kd_;
+    return t_.rel_index != nullptr ? t_.rel_index[c] : c;
   }
 
   // d = j0 + n - i0' - m lies at band column y = n - m + kBM - 1; the band starts at offset row x0.
@@ -455,6 +490,15 @@ class Backward {
       matmul<T, ALayout::kRows>(mb, kBand, dh_, w.qw, dhp_, rkt_.data() + rt * dh_ * ldx_ + x0, ldx_, w.r, ldg_,
                                 false);
       gather_diagonals(w.r, w.s, mb, nn);
+    }
+    if (relq_) {  // Rq = K band^T (keys x band), S[m][n] += Rq[n][n - m + kBM - 1]
+      matmul<T, ALayout::kRows>(nn, kBand, dh_, w.kp + j0 * dhp_, dhp_, pqt_.data() + rt * dh_ * ldx_ + x0, ldx_,
+                                w.rq, ldg_, false);
+      for (int64_t m = 0; m < mb; ++m) {
+        T* sr = w.s + m * kTileLd;
+        const T* rq = w.rq + (kBM - 1 - m);
+        for (int64_t n = 0; n < nn; ++n) sr[n] += rq[n * (ldg_ + 1)];
+      }
     }
     if (t_.tile_bias != nullptr) t_.tile_bias->add(b, h, i0p, mb, j0, nn, w.s, kTileLd, 1, w.tb);
     // Grid terms by runs of keys on one grid row: a constant (grid_h) and contiguous rows (grid_w, grid bias).
@@ -542,7 +586,9 @@ class Backward {
     }
     const T* ds = w.dp;
     // ---- bias gradients
-    if (w.dtb != nullptr) t_.tile_bias->accumulate_gradient(b, h, i0p, mb, j0, nn, ds, kTileLd, 1, w.dtb, w.tb);
+    if (w.dtb != nullptr || (t_.tile_bias != nullptr && t_.tile_bias->needs_rows())) {
+      t_.tile_bias->accumulate_gradient(b, h, i0p, mb, j0, nn, ds, kTileLd, 1, w.dtb, w.tb);
+    }
     for (int64_t m = 0; m < mb; ++m) {
       const T* row = ds + m * kTileLd;
       if (g_.bias.data != nullptr) std::copy(row, row + nn, g_.bias.row(b, h, i0 + m) + j0);
@@ -592,6 +638,23 @@ class Backward {
                                      true);
       }
     }
+    // ---- relative queries: Gq[n][n - m + kBM - 1] = dS[m][n];  dK += Gq band, dband += Gq^T K
+    if (relq_ && (g_.k.data != nullptr || w.drq != nullptr)) {
+      for (int64_t n = 0; n < nn; ++n) std::fill_n(w.gq + n * ldg_, kBand, T(0));
+      for (int64_t m = 0; m < mb; ++m) {
+        const T* dsr = ds + m * kTileLd;
+        T* gq = w.gq + (kBM - 1 - m);
+        for (int64_t n = 0; n < nn; ++n) gq[n * (ldg_ + 1)] = dsr[n];
+      }
+      if (g_.k.data != nullptr) {
+        matmul<T, ALayout::kRows>(nn, dh_, kBand, w.gq, ldg_, pqx_.data() + (rt * nx_ + x0) * dhp_, dhp_,
+                                  g_.k.row(b, h, j0), g_.k.stride_r, true);
+      }
+      if (w.drq != nullptr) {
+        matmul<T, ALayout::kColumns>(kBand, dh_, nn, w.gq, ldg_, w.kp + j0 * dhp_, dhp_, w.drq + x0 * dhp_, dhp_,
+                                     true);
+      }
+    }
     // ---- dK += dS^T scale (q + u);  dQ += dS K
     if (g_.k.data != nullptr && dh_ > 0) {
       matmul<T, ALayout::kColumns>(nn, dh_, mb, ds, kTileLd, w.qc, dhp_, g_.k.row(b, h, j0), g_.k.stride_r, true);
@@ -608,12 +671,16 @@ class Backward {
     if (part_.dw >= 0) add(g_.relative_shift + h * dh_, part + part_.dw, dh_);
     if (part_.dob >= 0) add(g_.offset_bias + h * nob_, part + part_.dob, nob_);
     if (part_.dgb >= 0) add(g_.grid_bias + h * ngb_, part + part_.dgb, ngb_);
-    const int64_t rows = 2 * kd_ + 1, rt = t_.rel_tables == 1 ? 0 : h, gt = t_.grid_tables == 1 ? 0 : h;
-    const auto fold_band = [&](T* dst, const T* src, int64_t dim, int64_t ld) {
-      for (int64_t x = 0; x < nx_; ++x) add(dst + (rt * rows + clip(x + d_min_, kd_) + kd_) * dim, src + x * ld, dim);
+    const int64_t rt = t_.rel_tables == 1 ? 0 : h, gt = t_.grid_tables == 1 ? 0 : h;
+    const auto fold_band = [&](T* dst, const T* src, int64_t dim, int64_t ld, T factor) {
+      for (int64_t x = 0; x < nx_; ++x) {
+        T* row = dst + (rt * rel_rows_ + row_of(x + d_min_)) * dim;
+        for (int64_t d = 0; d < dim; ++d) row[d] += factor * src[x * ld + d];
+      }
     };
-    if (part_.drk >= 0) fold_band(g_.rel_k, part + part_.drk, dh_, dhp_);
-    if (part_.drv >= 0) fold_band(g_.rel_v, part + part_.drv, dv_, dvp_);
+    if (part_.drk >= 0) fold_band(g_.rel_k, part + part_.drk, dh_, dhp_, T(1));
+    if (part_.drv >= 0) fold_band(g_.rel_v, part + part_.drv, dv_, dvp_, T(1));
+    if (part_.drq >= 0) fold_band(g_.rel_q, part + part_.drq, dh_, dhp_, scale_);  // the partial is Gq^T K
     const auto fold_grid = [&](T* dst, const T* src, int64_t table_rows) {
       for (int64_t r = 0; r < table_rows; ++r) add(dst + (gt * table_rows + r) * dh_, src + r * dhp_, dh_);
     };
@@ -630,16 +697,17 @@ class Backward {
   const AttentionGradients<T>& g_;
   int64_t nb_, nh_, tq_, tk_, dh_, dv_, dhp_, dvp_, shift_, kd_, hg_, wg_;
   T scale_;
-  bool relk_, relv_, gridh_, gridw_;
+  bool relk_, relv_, relq_, gridh_, gridw_;
+  int64_t rel_rows_;
   int64_t d_min_, nx_, ldx_, ldk_, ldg_, nob_, ngb_, ldh_, ldw_;
   int64_t per_thread_ = 0, partial_size_ = 0;
   struct {
-    int64_t kp, kt, vt, qc, qw, qs, go, dd, s, p, dp, dqc, r, rh, rw, tb;
+    int64_t kp, kt, vt, qc, qw, qs, go, dd, s, p, dp, dqc, r, rh, rw, tb, rq;
   } off_{};
   struct {
-    int64_t du, dw, drk, drv, dgh, dgw, dob, dgb;
+    int64_t du, dw, drk, drv, dgh, dgw, dob, dgb, drq;
   } part_{};
-  std::vector<T> rkx_, rkt_, rvt_, ghp_, ght_, gwp_, gwt_;
+  std::vector<T> rkx_, rkt_, rvt_, pqx_, pqt_, ghp_, ght_, gwp_, gwt_;
 };
 
 }  // namespace
@@ -657,10 +725,11 @@ void attention_backward(const AttentionParams& params, BatchedMatrix<const T> q,
   };
   same_as_out("out", out);
   same_as_out("grad_out", grad_out);
-  const bool rel = terms.rel_k != nullptr || terms.rel_v != nullptr;
+  const bool rel = terms.rel_k != nullptr || terms.rel_v != nullptr || terms.rel_q != nullptr;
   const bool grid = terms.grid_h != nullptr || terms.grid_w != nullptr || terms.grid_bias != nullptr;
   validate_attention(op, params, q.batch, q.heads, q.rows, k.rows, q.cols, v.cols, rel ? terms.rel_tables : 1,
                      rel ? terms.max_distance : 0, grid, terms.grid_height, terms.grid_width, terms.grid_tables);
+  validate_rel_index(op, terms);
   const auto like = [&](const char* name, const BatchedMatrix<T>& g, const BatchedMatrix<const T>& x) {
     require(g.data == nullptr || (g.batch == x.batch && g.heads == x.heads && g.rows == x.rows && g.cols == x.cols),
             op, "the gradient of ", name, " must be (", x.batch, ", ", x.heads, ", ", x.rows, ", ", x.cols,
@@ -681,6 +750,7 @@ void attention_backward(const AttentionParams& params, BatchedMatrix<const T> q,
   term("relative_shift", grads.relative_shift, terms.relative_shift);
   term("rel_k", grads.rel_k, terms.rel_k);
   term("rel_v", grads.rel_v, terms.rel_v);
+  term("rel_q", grads.rel_q, terms.rel_q);
   term("grid_h", grads.grid_h, terms.grid_h);
   term("grid_w", grads.grid_w, terms.grid_w);
   term("offset_bias", grads.offset_bias, terms.offset_bias);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -21,8 +22,10 @@
 #include "dispatch.h"
 #include "dropout.h"
 #include "op_support.h"
+#include "ops/cope_support.h"
 #include "ops/fire_support.h"
 #include "posenc/nn/attention_ops.h"
+#include "posenc/nn/cope_bias.h"
 #include "posenc/nn/fire_bias.h"
 #include "posenc/nn/relative_ops.h"
 
@@ -122,7 +125,7 @@ bool needs_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
   for (const at::Tensor* t : {&q, &k, &v, &terms.offset_bias, &terms.grid_bias, &terms.bias, &terms.rel_k,
                               &terms.rel_v, &terms.content_shift, &terms.relative_shift, &terms.grid_h,
                               &terms.grid_w, &terms.fire.w1, &terms.fire.b1, &terms.fire.w2, &terms.fire.b2,
-                              &terms.fire.c, &terms.fire.threshold}) {
+                              &terms.fire.c, &terms.fire.threshold, &terms.cope.e, &terms.rel_q}) {
     if (t->defined() && t->requires_grad()) return true;
   }
   return false;
@@ -203,14 +206,46 @@ void check_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
                       "] the FIRE term needs causal attention (FIRE is defined for decoders), got causal false");
   }
 
+  // ---- CoPE (from q and k per query row on the fused path)
+  if (terms.cope.defined()) {
+    detail::check_cope(kOp, "cope_e", terms.cope.e, q);
+    check_term("cope_e", terms.cope.e, q);
+    TORCH_CHECK_VALUE(call.causal || terms.causal, "[", kOp,
+                      "] the CoPE term needs causal attention (CoPE is defined for decoders), got causal false");
+    // Both are computed per tile by the kernel, which takes one such term.
+    TORCH_CHECK_VALUE(!terms.fire.defined(), "[", kOp, "] the FIRE and CoPE terms cannot be combined, got both");
+  }
+
   // ---- relative vectors
-  if (terms.rel_k.defined() || terms.rel_v.defined()) {
+  if (terms.rel_k.defined() || terms.rel_v.defined() || terms.rel_q.defined()) {
     const int64_t max_distance = terms.max_distance;
     TORCH_CHECK_VALUE(max_distance >= 0, "[", kOp, "] max_distance must be >= 0, got ", max_distance);
     // Longer than any offset is useless and 2K+1 must not overflow.
     const int64_t rows = max_distance < (int64_t{1} << 61) ? 2 * max_distance + 1 : -1;
+    // With rel_index the tables have their own row count (rel_k's, else rel_q's) and each index names a row.
+    const char* rows_name = terms.rel_index.defined() ? "the rows of rel_k" : "2*max_distance+1";
+    int64_t table_rows = rows;
+    if (terms.rel_index.defined()) {
+      const at::Tensor& index = terms.rel_index;
+      TORCH_CHECK_TYPE(index.scalar_type() == at::kLong, "[", kOp, "] rel_index must be int64, got ",
+                       dtype_name(index.scalar_type()));
+      TORCH_CHECK_VALUE(index.dim() == 1 && index.size(0) == rows, "[", kOp,
+                        "] rel_index must be [2*max_distance+1] = ", list_of({rows}), ", got ", list_of(index.sizes()));
+      TORCH_CHECK_VALUE(!terms.rel_v.defined(), "[", kOp, "] rel_index addresses rel_k and rel_q, not rel_v");
+      const at::Tensor& table = terms.rel_k.defined() ? terms.rel_k : terms.rel_q;
+      table_rows = table.dim() >= 2 ? table.size(-2) : 0;
+      if (!terms.rel_k.defined()) rows_name = "the rows of rel_q";
+      const int64_t lo = index.min().item<int64_t>(), hi = index.max().item<int64_t>();
+      TORCH_CHECK_VALUE(lo >= 0 && hi < table_rows, "[", kOp, "] rel_index must hold rows in [0, ", table_rows,
+                        "), got ", lo < 0 ? lo : hi);
+    } else if (terms.rel_q.defined()) {
+      rows_name = "2*max_distance+1";
+    }
     if (terms.rel_k.defined()) {
-      check_relative_table("rel_k", "2*max_distance+1", rows, "Dh", head_dim, terms.rel_k, q);
+      check_relative_table("rel_k", rows_name, table_rows, "Dh", head_dim, terms.rel_k, q);
+    }
+    if (terms.rel_q.defined()) {
+      check_relative_table("rel_q", rows_name, table_rows, "Dh", head_dim, terms.rel_q, q);
     }
     if (terms.rel_v.defined()) {
       check_relative_table("rel_v", "2*max_distance+1", rows, "Dv", value_dim, terms.rel_v, q);
@@ -268,13 +303,15 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(
     int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
     bool return_weights, const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
     const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
-    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold) {
+    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold,
+    const c10::optional<at::Tensor>& cope_e, const c10::optional<at::Tensor>& rel_q,
+    const c10::optional<at::Tensor>& rel_index) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("posenc::attention_fused", "")
                              .typed<decltype(attention_fused)>();
   return op.call(q, k, v, offset_bias, grid_bias, bias, rel_k, rel_v, max_distance, content_shift, relative_shift,
                  grid_h, grid_w, grid_height, grid_width, causal, key_padding_mask, scale, return_weights, fire_w1,
-                 fire_b1, fire_w2, fire_b2, fire_c, fire_threshold);
+                 fire_b1, fire_w2, fire_b2, fire_c, fire_threshold, cope_e, rel_q, rel_index);
 }
 
 }  // namespace dispatch
@@ -312,9 +349,20 @@ std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const
   // (B, H, Tq, Tk): the scaled dot products ...
   const at::Tensor content_q = terms.content_shift.defined() ? qc + per_head(terms.content_shift) : qc;
   at::Tensor logits = at::matmul(content_q, kc.transpose(-1, -2));
+  // rel_index: the tables' rows by offset, [.., 2K+1, Dh] (differentiable: index_select).
+  const auto by_offset = [&](const at::Tensor& table) {
+    return terms.rel_index.defined() ? in(table).index_select(-2, terms.rel_index) : in(table);
+  };
   if (terms.rel_k.defined()) {
     const at::Tensor relative_q = terms.relative_shift.defined() ? qc + per_head(terms.relative_shift) : qc;
-    logits = logits + ops::relative_logits(relative_q, in(terms.rel_k), relative, k_len);
+    logits = logits + ops::relative_logits(relative_q, by_offset(terms.rel_k), relative, k_len);
+  }
+  if (terms.rel_q.defined() && q_len > 0 && k_len > 0) {
+    // k_j . rel_q[clip(j - i') + K]: (B, H, Tk, 2K+1) products gathered per pair (HF's p2c, O(B H Tk K)).
+    const at::Tensor products = at::matmul(kc, by_offset(terms.rel_q).transpose(-1, -2));
+    const int64_t kd = terms.max_distance;
+    const at::Tensor index = (offset_index(q_len, k_len) - (k_len - 1)).clamp(-kd, kd).add(kd).t().contiguous();
+    logits = logits + products.gather(-1, index.expand({batch, heads, k_len, q_len})).transpose(-1, -2);
   }
   if (terms.grid_h.defined()) {
     logits = logits + ops::relative_logits_2d(qc, in(terms.grid_h), in(terms.grid_w),
@@ -334,6 +382,12 @@ std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const
   if (terms.fire.defined() && q_len > 0 && k_len > 0) {
     const FireTerm& f = terms.fire;
     logits = logits + ops::fire_bias(in(f.w1), in(f.b1), in(f.w2), in(f.b2), in(f.c), in(f.threshold), q_len, k_len);
+  }
+  if (terms.cope.defined() && q_len > 0 && k_len > 0) {
+    // The gates see the padding (a padded key counts 0), as the fused term.
+    std::optional<at::Tensor> padding;
+    if (call.key_padding_mask && call.key_padding_mask->defined()) padding = *call.key_padding_mask;
+    logits = logits + ops::cope_bias(qc, kc, in(terms.cope.e), scale_of(call, head_dim), padding);
   }
 
   // Masks: (1 | B, 1, Tq, Tk) bool, true = hidden.
@@ -372,7 +426,8 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at
       terms.grid_height, terms.grid_width, call.causal || terms.causal,
       call.key_padding_mask ? opt(*call.key_padding_mask) : c10::nullopt,
       call.scale ? c10::optional<double>(*call.scale) : c10::nullopt, call.return_weights, opt(terms.fire.w1),
-      opt(terms.fire.b1), opt(terms.fire.w2), opt(terms.fire.b2), opt(terms.fire.c), opt(terms.fire.threshold));
+      opt(terms.fire.b1), opt(terms.fire.w2), opt(terms.fire.b2), opt(terms.fire.c), opt(terms.fire.threshold),
+      opt(terms.cope.e), opt(terms.rel_q), opt(terms.rel_index));
   return {out, call.return_weights ? weights : at::Tensor()};
 }
 
@@ -408,7 +463,9 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
     const c10::optional<at::Tensor>& offset_bias, const c10::optional<at::Tensor>& grid_bias,
     const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
     const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
-    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold) {
+    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold,
+    const c10::optional<at::Tensor>& cope_e, const c10::optional<at::Tensor>& rel_q,
+    const c10::optional<at::Tensor>& rel_index) {
   const AttentionPath route = parse_attention_path(detail::to_std(path));
   AttentionCall call;
   call.causal = causal;
@@ -475,17 +532,28 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
                       count);
     if (count == 6) terms.fire = FireTerm{*fire_w1, *fire_b1, *fire_w2, *fire_b2, *fire_c, *fire_threshold};
   }
+  if (given(cope_e)) terms.cope.e = *cope_e;
   if (given(bias)) terms.bias = *bias;
 
   if (given(rel_k)) terms.rel_k = *rel_k;
   if (given(rel_v)) terms.rel_v = *rel_v;
+  if (given(rel_q)) terms.rel_q = *rel_q;
+  if (given(rel_index)) terms.rel_index = *rel_index;
   if (max_distance) {
     terms.max_distance = *max_distance;
-  } else if (given(rel_k)) {
-    // K read from rel_k's 2K+1 rows.
-    const int64_t rows = rel_k->dim() >= 2 ? rel_k->size(-2) : 0;
+  } else if (given(rel_index)) {
+    // K read from rel_index's 2K+1 entries.
+    const int64_t rows = rel_index->dim() == 1 ? rel_index->size(0) : 0;
     TORCH_CHECK_VALUE(rows % 2 == 1, "[", kOp,
-                      "] rel_k must have 2*max_distance+1 rows (an odd count) when max_distance is None, got ", rows);
+                      "] rel_index must have 2*max_distance+1 entries (an odd count) when max_distance is None, got ",
+                      rows);
+    terms.max_distance = (rows - 1) / 2;
+  } else if (given(rel_k) || given(rel_q)) {
+    // K read from rel_k's (else rel_q's) 2K+1 rows.
+    const at::Tensor& table = given(rel_k) ? *rel_k : *rel_q;
+    const int64_t rows = table.dim() >= 2 ? table.size(-2) : 0;
+    TORCH_CHECK_VALUE(rows % 2 == 1, "[", kOp, "] ", given(rel_k) ? "rel_k" : "rel_q",
+                      " must have 2*max_distance+1 rows (an odd count) when max_distance is None, got ", rows);
     terms.max_distance = (rows - 1) / 2;
   } else {
     TORCH_CHECK_VALUE(!given(rel_v), "[", kOp, "] rel_v needs max_distance (or rel_k to read it from), got None");

@@ -174,7 +174,9 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(
     bool return_weights,
     const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
     const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
-    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold);
+    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold,
+    const c10::optional<at::Tensor>& cope_e, const c10::optional<at::Tensor>& rel_q,
+    const c10::optional<at::Tensor>& rel_index);
 
 }  // namespace posenc::nn::dispatch
 

@@ -79,7 +79,10 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
   out_proj = register_module("out_proj", torch::nn::Linear(linear));
   if (encodings_.rotary) register_module("rotary", encodings_.rotary);
   if (encodings_.bias) register_module("bias", encodings_.bias);
-  if (encodings_.relative) register_module("relative", encodings_.relative);
+  if (encodings_.relative) {
+    register_module("relative", encodings_.relative);
+    encodings_.relative->share_projections(q_proj, k_proj);  // DeBERTa's share_att_key reads them
+  }
   reset_parameters();
 }
 
@@ -147,7 +150,8 @@ std::tuple<at::Tensor, at::Tensor> MultiheadAttentionImpl::attend(const at::Tens
   AttentionCall call;
   call.causal = options_.causal() || terms.causal;
   if (key_padding_mask.defined()) call.key_padding_mask = key_padding_mask;
-  call.scale = 1.0 / std::sqrt(static_cast<double>(head_dim()));
+  // A family may widen the scale (DeBERTa: 1/sqrt(Dh * (1 + its position terms))).
+  call.scale = 1.0 / std::sqrt(static_cast<double>(head_dim()) * terms.scale_factor);
   call.return_weights = return_weights;
   call.dropout = is_training() ? options_.dropout() : 0.0;
   call.path = options_.path();

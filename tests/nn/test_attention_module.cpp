@@ -12,6 +12,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -54,6 +55,9 @@ MultiheadAttention make_layer(const std::string& name, bool causal, at::ScalarTy
   // Non-zero projection biases, so a dropped bias shows.
   at::NoGradGuard no_grad;
   for (auto* p : {&m->q_proj, &m->k_proj, &m->v_proj, &m->out_proj}) (*p)->bias.normal_(0.0, 0.3);
+  // CoPE's table starts at zero (the authors' init): draw it, so a wrong position shows.
+  const auto params = m->named_parameters();
+  if (const at::Tensor* e = params.find("bias.e")) at::Tensor(*e).normal_(0.0, 0.5);
   return m;
 }
 
@@ -207,7 +211,33 @@ Reference reference(MultiheadAttentionImpl& m, const std::string& name, const at
     logits = logits + at::einsum("hd,bhjd->bhj", {u, k}).unsqueeze(2) +
              at::einsum("bhid,hijd->bhij", {q + w.view({1, heads, 1, dh}), a});
   }
-  logits = logits / std::sqrt(static_cast<double>(dh));
+  double scale_factor = 1.0;
+  if (has_part(name, "deberta")) {
+    // He et al. 2021 as HF's DebertaV2: LayerNorm-ed rel_embeddings projected per head (pos_key_proj,
+    // pos_query_proj), rows clamp(bucket(i' - j) + 256, 0, 511) of HF's float32 log buckets (256 over
+    // 512 positions), c2p q_i . pos_key[row] + p2c k_j . pos_query[row], all over sqrt(3 Dh).
+    const auto bucket = [](int64_t rel) -> int64_t {
+      const int64_t mid = 128, a = std::llabs(rel);
+      if (a <= mid) return rel;
+      const float lp = std::ceil(std::log(static_cast<float>(a) / 128.0f) / std::log(511.0f / 128.0f) * 127.0f) + 128.0f;
+      return rel < 0 ? -static_cast<int64_t>(lp) : static_cast<int64_t>(lp);
+    };
+    at::Tensor rows = at::empty({q_len, k_len}, at::kLong);
+    for (int64_t i = 0; i < q_len; ++i) {
+      for (int64_t j = 0; j < k_len; ++j) rows[i][j] = std::clamp<int64_t>(bucket(i + k_len - q_len - j) + 256, 0, 511);
+    }
+    at::Tensor rel = params["relative.rel_embeddings"];
+    const at::Tensor mean = rel.mean(-1, true), var = (rel - mean).pow(2).mean(-1, true);
+    rel = (rel - mean) / at::sqrt(var + 1e-7) * params["relative.norm_rel_ebd.weight"] + params["relative.norm_rel_ebd.bias"];
+    const auto table = [&](const std::string& proj) {  // (Tq, Tk, H, Dh) at the pairs' rows
+      const at::Tensor t = at::matmul(rel, params["relative." + proj + ".weight"].t()) + params["relative." + proj + ".bias"];
+      return t.index_select(0, rows.flatten()).view({q_len, k_len, heads, dh});
+    };
+    logits = logits + at::einsum("bhid,ijhd->bhij", {q, table("pos_key_proj")}) +
+             at::einsum("bhjd,ijhd->bhij", {k, table("pos_query_proj")});
+    scale_factor = 3.0;
+  }
+  logits = logits / std::sqrt(static_cast<double>(dh) * scale_factor);
   if (has_part(name, "alibi")) {
     // The paper's slopes for a power-of-two H: m_h = 2^(-8(h+1)/H).
     at::Tensor slopes = at::empty({heads}, kF64);
@@ -230,6 +260,17 @@ Reference reference(MultiheadAttentionImpl& m, const std::string& name, const at
     const at::Tensor hidden = at::relu(x.unsqueeze(-1) * params["bias.w1"] + params["bias.b1"]);  // (Tq, Tk, hd)
     const at::Tensor f = at::einsum("ijk,hk->hij", {hidden, params["bias.w2"]}) + params["bias.b2"].view({heads, 1, 1});
     logits = logits + f.unsqueeze(0);
+  }
+  if (has_part(name, "cope")) {
+    // Golovneva et al. 2024 (the paper's listing): gates sigmoid of the scaled logits, masked keys count 0,
+    // p = reverse cumulative sum clamped at npos - 1, q . e interpolated between floor p and ceil p.
+    const at::Tensor e = params["bias.e"];  // [npos, Dh]
+    const at::Tensor scaled = at::einsum("bhid,bhjd->bhij", {q, k}) / std::sqrt(static_cast<double>(dh));
+    const at::Tensor gates = at::sigmoid(scaled).masked_fill(l.masked, 0.0);
+    const at::Tensor pos = gates.flip(-1).cumsum(-1).flip(-1).clamp_max(static_cast<double>(e.size(0) - 1));
+    const at::Tensor lo = pos.floor(), hi = pos.ceil(), w = pos - lo;
+    const at::Tensor z = at::matmul(q, e.t());  // (B, H, Tq, npos)
+    logits = logits + z.gather(-1, hi.to(at::kLong)) * w + z.gather(-1, lo.to(at::kLong)) * (1 - w);
   }
   if (has_part(name, "dpb")) {
     // x-transformers: SiLU(W_in r + b_in), SiLU(W_h . + b_h) (depth 2), W_out . + b_out of r = i' - j.
@@ -400,8 +441,10 @@ TEST(MultiheadAttention, GradientsMatchTheReferenceForEveryParameter) {
         ASSERT_TRUE(want[n].defined());
         // q . b_k is the same for every key, so softmax cancels k_proj's bias
         // (its gradient is rounding noise) unless a rotation makes it depend on j;
-        // likewise an MLP bias's output bias, one constant per head (FIRE's b2, DPB's out_bias).
-        const bool row_constant = names[n] == "bias.b2" || names[n] == "bias.out_bias";
+        // likewise an MLP bias's output bias, one constant per head (FIRE's b2, DPB's out_bias), and
+        // DeBERTa's pos_key_proj bias (c2p adds q_i . b for every key).
+        const bool row_constant =
+            names[n] == "bias.b2" || names[n] == "bias.out_bias" || names[n] == "relative.pos_key_proj.bias";
         if (!row_constant && (names[n] != "k_proj.bias" || has_part(name, "rope") || has_part(name, "rope-xpos"))) {
           EXPECT_GT(got[n].abs().max().item<double>(), 1e-6);
         }

@@ -8,6 +8,7 @@
 //
 //   s[i,j] = scale * ( (q_i + u_h) . k_j                                  content
 //                    + (q_i + w_h) . rel_k[t(h), clip(d, -K, K) + K]       relative keys
+//                    + k_j . rel_q[t(h), clip(d, -K, K) + K]               relative queries (DeBERTa's p2c)
 //                    + q_i . (grid_h[t(h), y_j - y_i + Hg - 1]
 //                           + grid_w[t(h), x_j - x_i + Wg - 1]) )          2D relative
 //          + offset_bias[h, d + Tk - 1]                                     1D bias by offset
@@ -17,6 +18,8 @@
 //   masked (-inf): j > i' when causal; key_padding[b, j] != 0
 //   p[i,:] = softmax(s[i,:]);  a row with every key masked gets p = 0 (output 0)
 //   out[i] = sum_j p[i,j] (v_j + rel_v[t(h), clip(d, -K, K) + K])
+// With rel_index the rows of rel_k and rel_q are rel_index[clip(d, -K, K) + K]
+// instead (DeBERTa's log buckets).
 // Every term is optional (a null pointer); t(h) = 0 for a table shared by the
 // heads, h for one table per head. Offset and grid biases are O(H*T): ALiBi
 // (-m_h |d|), T5 (table[bucket(d), h]) and their 2D forms are written in them.
@@ -50,6 +53,13 @@ struct AttentionTerms {
   // Relative query shift w: [H, Dh] added to q for the rel_k term only
   // (Transformer-XL's v). Null: none.
   const T* relative_shift = nullptr;
+  // Relative query table [tables, rows, Dh]: k_j . rel_q[t(h), row(d)] (DeBERTa's
+  // position-to-content term), rows addressed as rel_k's. Null: none.
+  const T* rel_q = nullptr;
+  // [2K+1]: the table row of clip(d, -K, K) + K for rel_k and rel_q, each in
+  // [0, rel_rows) (rel_v must be null). Null: the row is clip(d, -K, K) + K.
+  const int64_t* rel_index = nullptr;
+  int64_t rel_rows = 0;
   // 2D relative (BoTNet): grid_h [tables, 2Hg-1, Dh], grid_w [tables, 2Wg-1, Dh].
   const T* grid_h = nullptr;
   const T* grid_w = nullptr;
@@ -89,6 +99,12 @@ struct AttentionParams {
 void validate_attention(const char* op, const AttentionParams& params, int64_t batch, int64_t heads, int64_t q_len,
                         int64_t k_len, int64_t head_dim, int64_t value_dim, int64_t rel_tables, int64_t max_distance,
                         bool grid_terms, int64_t grid_height, int64_t grid_width, int64_t grid_tables);
+
+// rel_index: "[attention] rel_index addresses rel_k and rel_q, not rel_v",
+// "[attention] rel_index rows must be >= 1, got 0",
+// "[attention] rel_index[3] must be a row in [0, 512), got 600".
+template <class T>
+void validate_rel_index(const char* op, const AttentionTerms<T>& terms);
 
 // A tile bias that needs_causal() with params.causal false:
 // "[attention] the fire term needs causal attention, got causal false".

@@ -8,6 +8,7 @@
 //   dk_j  = scale sum_i ds (q_i + u)          dv_j = sum_i p g_i
 //   du    = scale sum ds k_j                  dw   = scale sum ds rel_k[c]
 //   drel_k[r] = scale sum_{c(i,j)=r} ds (q_i + w)    drel_v[r] = sum_{c(i,j)=r} p g_i
+//   rel_q (k_j . rel_q[c]): dk_j += scale sum_i ds rel_q[c],  drel_q[r] = scale sum_{c(i,j)=r} ds k_j
 //   dgrid_h[t] = scale sum ds q_i over pairs at that row offset (grid_w likewise)
 //   doffset_bias[h, d + Tk - 1] = sum over b and pairs at offset d of ds
 //   dgrid_bias likewise by (dy, dx);  dbias = ds (dense, (B, H, Tq, Tk))
@@ -37,7 +38,8 @@ namespace posenc::kernels {
 // Gradients to compute; a null pointer (or null data) skips one. Shapes are
 // those of the terms (AttentionTerms<T>), contiguous, overwritten:
 //   content_shift, relative_shift [H, Dh]; rel_k [tables, 2K+1, Dh];
-//   rel_v [tables, 2K+1, Dv]; grid_h [grid_tables, 2Hg-1, Dh]; grid_w
+//   rel_v [tables, 2K+1, Dv]; rel_q like rel_k (rel_k and rel_q have rel_rows rows
+//   with rel_index); grid_h [grid_tables, 2Hg-1, Dh]; grid_w
 //   [grid_tables, 2Wg-1, Dh]; offset_bias [H, Tq + Tk - 1]; grid_bias
 //   [H, 2Hg-1, 2Wg-1]; bias (B, H, Tq, Tk) (dense, summed by the caller to
 //   the bias's own shape); tile_bias [terms.tile_bias->gradient_size()] in
@@ -49,6 +51,7 @@ struct AttentionGradients {
   T* relative_shift = nullptr;
   T* rel_k = nullptr;
   T* rel_v = nullptr;
+  T* rel_q = nullptr;
   T* grid_h = nullptr;
   T* grid_w = nullptr;
   T* offset_bias = nullptr;

@@ -11,8 +11,9 @@
 // Shapes: q (B, H, Tq, Dh), k (B, H, Tk, Dh), v (B, H, Tk, Dv) -> out (B, H, Tq, Dv)
 // [and weights (B, H, Tq, Tk)]. Query i sits at key position i + Tk - Tq.
 //   logits = scale * ((q + u) . k + (q + w) . rel_k[clip(j - i', -K, K) + K] + 2D relative)
-//            + offset_bias[h, j - i' + Tk - 1] + grid_bias + bias + fire(i', j),  masks -> -inf
+//            + offset_bias[h, j - i' + Tk - 1] + grid_bias + bias + fire(i', j) + cope(q, k)_ij,  masks -> -inf
 //   out    = softmax(logits) @ v + sum_j p_ij rel_v[clip(j - i', -K, K) + K]
+// (+ scale * k_j . rel_q[..] in the logits; rel_k and rel_q rows through rel_index when given.)
 // A row whose keys are all masked gives zeros (not NaN), on both paths.
 // Inputs float32 / float64 / bfloat16 / float16 (all the same dtype); the math
 // runs in float32 (float64 for float64) and the result is rounded once.
@@ -40,6 +41,17 @@ struct FireTerm {
   bool defined() const noexcept { return w1.defined(); }
 };
 
+// CoPE's table (posenc/kernels/cope.h, posenc/nn/cope_bias.h): a logit term
+// counted by the content, b_ij = interpolation of q_i . e at the contextual
+// position p_ij = sum_{t=j}^{i'} sigmoid(scale q_i . k_t) (clamped to
+// npos - 1); the attention computes it from q and k, per query row in the
+// fused kernel (no (Tq, Tk) tensor), densely (ops::cope_bias) in the composed
+// path; it needs causal attention. Undefined e: absent.
+struct CopeTerm {
+  at::Tensor e;  // [npos, Dh], shared by the heads (the authors' pos_emb transposed)
+  bool defined() const noexcept { return e.defined(); }
+};
+
 // The terms an encoding contributes inside attention, by point of DESIGN.md
 // section 2 (the attention layer collects them from its encodings without
 // knowing the families). Undefined tensors are absent terms.
@@ -50,14 +62,20 @@ struct AttentionTerms {
   at::Tensor bias;         // dense, broadcastable to (B, H, Tq, Tk): [H, Tq, Tk] or (B, H, Tq, Tk)
   bool causal = false;     // a family may ask for the causal mask (e.g. causal ALiBi)
   FireTerm fire;           // computed per tile (FIRE); needs causal
+  CopeTerm cope;           // from q and k per query row (CoPE); needs causal
   // ---- relative vectors
   at::Tensor rel_k;             // [2K+1, Dh] or [H, 2K+1, Dh]
   at::Tensor rel_v;             // [2K+1, Dv] or [H, 2K+1, Dv]
+  at::Tensor rel_q;             // [2K+1, Dh] or [H, 2K+1, Dh]: k_j . rel_q[row(d)] added like rel_k (DeBERTa's p2c)
+  at::Tensor rel_index;         // int64 [2K+1]: the row of rel_k / rel_q for clip(d, -K, K) + K (then the tables
+                                // have any row count; rel_v must be absent). Undefined: that row itself
   int64_t max_distance = 0;     // K
   at::Tensor content_shift;     // u [H, Dh]: (q + u) . k (Transformer-XL)
   at::Tensor relative_shift;    // w [H, Dh]: (q + w) . rel_k (Transformer-XL's v)
   at::Tensor grid_h, grid_w;    // 2D relative: [2*grid_height-1, Dh] / [2*grid_width-1, Dh] (or [H, ., Dh])
   int64_t grid_height = 0, grid_width = 0;
+  // ---- the layer's scale: 1/sqrt(Dh * scale_factor) (DeBERTa: 1 + its number of position terms)
+  double scale_factor = 1.0;
 };
 
 // Which implementation computes the attention (see above).

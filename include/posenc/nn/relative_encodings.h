@@ -22,6 +22,7 @@
 #include <ATen/ATen.h>
 #include <torch/arg.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
@@ -50,6 +51,10 @@ class RelativeEncodingImpl : public torch::nn::Module {
   // differentiable wrt the parameters, so one attention call (fused or
   // composed) applies logits() and values() together.
   virtual void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) = 0;
+  // The attention layer's query and key projections, handed over once when the
+  // layer is built, for families that project their vectors with them
+  // (DeBERTa's share_att_key). Default: ignored.
+  virtual void share_projections(const torch::nn::Linear& /*query*/, const torch::nn::Linear& /*key*/) {}
 
   // H the module was built for; 0: any (one table shared by the heads).
   int64_t num_heads() const noexcept { return num_heads_; }

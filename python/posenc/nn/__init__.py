@@ -7,9 +7,9 @@ initialisations, error messages); docs/python_modules.md documents them.
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
                      LearnableSinusoidalEncoding
     query/key        RotaryEmbedding, RotaryEmbeddingAxial, MultimodalRotaryEmbedding
-    logit bias       AlibiBias, T5Bias, AlibiBias2d, T5Bias2d, KerpleBias, FireBias, DynamicPositionBias,
+    logit bias       AlibiBias, T5Bias, AlibiBias2d, T5Bias2d, KerpleBias, FireBias, CopeBias, DynamicPositionBias,
                      ContinuousPositionBias2d
-    relative vectors ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d
+    relative vectors ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d, DebertaRelative
     attention        MultiheadAttention
 """
 
@@ -25,6 +25,8 @@ from .absolute import (
 from .attention import MultiheadAttention
 from .bias import AlibiBias, AlibiBias2d, KerpleBias, T5Bias, T5Bias2d
 from .fire import FireBias
+from .cope import CopeBias
+from .deberta import DebertaRelative
 from .dpb import ContinuousPositionBias2d, DynamicPositionBias
 from .registry import ENCODINGS, parse_encoding
 from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
@@ -35,6 +37,8 @@ __all__ = [
     "AlibiBias",
     "AlibiBias2d",
     "ContinuousPositionBias2d",
+    "CopeBias",
+    "DebertaRelative",
     "DynamicPositionBias",
     "FireBias",
     "KerpleBias",

@@ -95,6 +95,8 @@ class MultiheadAttention(nn.Module):
         self.rotary = found.get("rotary")
         self.bias = found.get("bias")
         self.relative = found.get("relative")
+        if hasattr(self.relative, "share_projections"):  # DeBERTa's share_att_key reads them
+            self.relative.share_projections(self.q_proj, self.k_proj)
         self.reset_parameters()
 
     def _check_encodings(self, found):
@@ -152,7 +154,8 @@ class MultiheadAttention(nn.Module):
                 q = self.rotary(q, q, keys[k_len - q_len:])[0]
                 k = self.rotary(k, k, keys)[1]
         dtype = torch.float64 if query.dtype == torch.float64 else torch.float32
-        scale = 1.0 / math.sqrt(self.head_dim)
+        # A family may widen the scale (DeBERTa: 1/sqrt(Dh * (1 + its position terms))).
+        scale = 1.0 / math.sqrt(self.head_dim * getattr(self.relative, "scale_factor", 1.0))
         kwargs = {}
         if self.bias is not None:
             kwargs.update(self.bias.attention_kwargs(q_len, k_len, dtype=dtype))

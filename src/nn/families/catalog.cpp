@@ -19,8 +19,10 @@ void add_rotary(std::vector<EncodingFamily>& out);       // rotary.cpp: rope, p-
 void add_bias(std::vector<EncodingFamily>& out);         // bias.cpp: alibi, t5
 void add_kerple(std::vector<EncodingFamily>& out);       // kerple.cpp: kerple, kerple-power
 void add_fire(std::vector<EncodingFamily>& out);         // fire.cpp
+void add_cope(std::vector<EncodingFamily>& out);         // cope.cpp
 void add_dpb(std::vector<EncodingFamily>& out);          // dpb.cpp
 void add_relative(std::vector<EncodingFamily>& out);     // relative.cpp: shaw, shaw-*sinusoidal, xl
+void add_deberta(std::vector<EncodingFamily>& out);      // deberta.cpp
 
 }  // namespace families
 
@@ -34,8 +36,10 @@ std::vector<EncodingFamily> build_catalog() {
   families::add_bias(out);
   families::add_kerple(out);
   families::add_fire(out);
+  families::add_cope(out);
   families::add_dpb(out);
   families::add_relative(out);
+  families::add_deberta(out);
   return out;
 }
 

@@ -248,7 +248,9 @@ TORCH_LIBRARY(posenc, m) {
   // u/v [H, Dh], a dense bias broadcastable to (B, H, Tq, Tk). path "auto" (fused unless a gradient is
   // needed) | "composed" (differentiable) | "fused". Terms by point, for any family: offset_bias
   // [H, Tq + Tk - 1] (added to ALiBi's and T5's rows), grid_bias [H, 2Hg-1, 2Wg-1] (Tq = Tk = Hg*Wg), and
-  // FIRE's per-tile bias (fire_* as attention_fused's, all six or none).
+  // FIRE's per-tile bias (fire_* as attention_fused's, all six or none); CoPE's table cope_e; DeBERTa's
+  // p2c table rel_q (as rel_k, k_j . rel_q[row]) and rel_index int64 [2K+1] (rows of rel_k / rel_q for
+  // clip(j - i', -K, K) + K; max_distance None: read from it).
   m.def("attention(Tensor q, Tensor k, Tensor v, bool causal=False, Tensor? key_padding_mask=None, "
         "float? scale=None, Tensor? alibi_slopes=None, Tensor? t5_table=None, int t5_num_buckets=32, "
         "int t5_max_distance=128, bool? t5_bidirectional=None, Tensor? rel_k=None, Tensor? rel_v=None, "
@@ -256,17 +258,21 @@ TORCH_LIBRARY(posenc, m) {
         "int rel_2d_width=0, Tensor? xl_u=None, Tensor? xl_v=None, Tensor? bias=None, bool return_weights=False, "
         "str path=\"auto\", Tensor? offset_bias=None, Tensor? grid_bias=None, Tensor? fire_w1=None, "
         "Tensor? fire_b1=None, Tensor? fire_w2=None, Tensor? fire_b2=None, Tensor? fire_c=None, "
-        "Tensor? fire_threshold=None) -> (Tensor, Tensor)");
+        "Tensor? fire_threshold=None, Tensor? cope_e=None, Tensor? rel_q=None, Tensor? rel_index=None) "
+        "-> (Tensor, Tensor)");
   // The fused forward (CPU, no gradient) on the terms of posenc::nn::AttentionTerms: offset_bias
   // [H, Tq + Tk - 1] (element j - i' + Tk - 1), grid_bias [H, 2*grid_height-1, 2*grid_width-1],
   // content_shift / relative_shift [H, Dh] (Transformer-XL's u / v), grid_h / grid_w the 2D tables;
   // FIRE's fire_w1, fire_b1 [hidden], fire_w2 [H, hidden], fire_b2 [H], fire_c, fire_threshold 0-d
-  // (all six or none; computed per tile, needs causal).
+  // (all six or none; computed per tile, needs causal); CoPE's table cope_e [npos, Dh] shared by the heads
+  // (the term computed from q and k per query row, needs causal); rel_q [rows, Dh] | [H, rows, Dh]
+  // (k_j . rel_q[row], DeBERTa's p2c) and rel_index int64 [2K+1] (the row of rel_k / rel_q for
+  // clip(j - i', -K, K) + K; rel_v absent).
   m.def("attention_fused(Tensor q, Tensor k, Tensor v, Tensor? offset_bias=None, Tensor? grid_bias=None, "
         "Tensor? bias=None, Tensor? rel_k=None, Tensor? rel_v=None, int max_distance=0, "
         "Tensor? content_shift=None, Tensor? relative_shift=None, Tensor? grid_h=None, Tensor? grid_w=None, "
         "int grid_height=0, int grid_width=0, bool causal=False, Tensor? key_padding_mask=None, "
         "float? scale=None, bool return_weights=False, Tensor? fire_w1=None, Tensor? fire_b1=None, "
-        "Tensor? fire_w2=None, Tensor? fire_b2=None, Tensor? fire_c=None, Tensor? fire_threshold=None) "
-        "-> (Tensor, Tensor)");
+        "Tensor? fire_w2=None, Tensor? fire_b2=None, Tensor? fire_c=None, Tensor? fire_threshold=None, "
+        "Tensor? cope_e=None, Tensor? rel_q=None, Tensor? rel_index=None) -> (Tensor, Tensor)");
 }

@@ -26,14 +26,16 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(
     bool return_weights,
     const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
     const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
-    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold) {
+    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold,
+    const c10::optional<at::Tensor>& cope_e, const c10::optional<at::Tensor>& rel_q,
+    const c10::optional<at::Tensor>& rel_index) {
   using detail::value_of;
   const FireTerm fire{value_of(fire_w1), value_of(fire_b1), value_of(fire_w2),
                       value_of(fire_b2), value_of(fire_c),  value_of(fire_threshold)};
   const AttentionTerms terms = detail::fused_terms(
       value_of(offset_bias), value_of(grid_bias), value_of(bias), value_of(rel_k), value_of(rel_v), max_distance,
       value_of(content_shift), value_of(relative_shift), value_of(grid_h), value_of(grid_w), grid_height, grid_width,
-      fire);
+      fire, CopeTerm{value_of(cope_e)}, value_of(rel_q), value_of(rel_index));
   const AttentionCall call = detail::fused_call(causal, value_of(key_padding_mask), scale, return_weights);
   detail::check_attention(q, k, v, terms, call);
 

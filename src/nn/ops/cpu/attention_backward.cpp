@@ -33,7 +33,7 @@ FusedGradients fused_backward(const FusedInputs& in, const at::Tensor& out, cons
   g[kOffsetBias] = like(kOffsetBias, in.offset_bias);
   g[kGridBias] = like(kGridBias, in.grid_bias);
   g[kBias] = like(kBias, in.bias);  // (B, H, Tq, Tk), summed to the bias's shape below
-  g[kRelK] = like(kRelK, in.rel_k), g[kRelV] = like(kRelV, in.rel_v);
+  g[kRelK] = like(kRelK, in.rel_k), g[kRelV] = like(kRelV, in.rel_v), g[kRelQ] = like(kRelQ, in.rel_q);
   g[kContentShift] = like(kContentShift, in.content_shift);
   g[kRelativeShift] = like(kRelativeShift, in.relative_shift);
   g[kGridH] = like(kGridH, in.grid_h), g[kGridW] = like(kGridW, in.grid_w);
@@ -47,6 +47,9 @@ FusedGradients fused_backward(const FusedInputs& in, const at::Tensor& out, cons
     fire_buffer = at::empty({kernels::fire_gradient_size(in.fire_w2.size(0), in.fire_w1.size(0))},
                             options.dtype(at::kDouble));
   }
+  // CoPE: de in double (the kernel's layout is e's, [npos, Dh]).
+  at::Tensor cope_buffer;
+  if (needs[kCopeE] && in.cope_e.defined()) cope_buffer = at::empty(in.cope_e.sizes(), options.dtype(at::kDouble));
   const at::Tensor go = kernel_view(grad_out, in.compute);
   const at::Tensor o = out.contiguous(), lse = logsumexp.contiguous();
 
@@ -62,11 +65,14 @@ FusedGradients fused_backward(const FusedInputs& in, const at::Tensor& out, cons
       grads.grid_bias = data_or_null<T>(g[kGridBias]);
       grads.rel_k = data_or_null<T>(g[kRelK]);
       grads.rel_v = data_or_null<T>(g[kRelV]);
+      grads.rel_q = data_or_null<T>(g[kRelQ]);
       grads.content_shift = data_or_null<T>(g[kContentShift]);
       grads.relative_shift = data_or_null<T>(g[kRelativeShift]);
       grads.grid_h = data_or_null<T>(g[kGridH]);
       grads.grid_w = data_or_null<T>(g[kGridW]);
-      grads.tile_bias = fire_buffer.defined() ? fire_buffer.data_ptr<double>() : nullptr;
+      grads.tile_bias = fire_buffer.defined()   ? fire_buffer.data_ptr<double>()
+                        : cope_buffer.defined() ? cope_buffer.data_ptr<double>()
+                                                : nullptr;
       kernels::attention_backward<T>(in.params, matrix_of<const T>(in.q), matrix_of<const T>(in.k),
                                      matrix_of<const T>(in.v), in.terms<T>(), matrix_of<const T>(o),
                                      lse.data_ptr<T>(), matrix_of<const T>(go), grads, "attention");
@@ -83,11 +89,13 @@ FusedGradients fused_backward(const FusedInputs& in, const at::Tensor& out, cons
       at += n;
     }
   }
+  if (cope_buffer.defined()) g[kCopeE] = cope_buffer.to(in.compute);
   const auto unrepeat = [&](GradSlot slot, bool repeated) {
     if (repeated && g[slot].defined()) g[slot] = g[slot].sum(0);
   };
   unrepeat(kRelK, in.rel_k_repeated);
   unrepeat(kRelV, in.rel_v_repeated);
+  unrepeat(kRelQ, in.rel_q_repeated);
   unrepeat(kGridH, in.grid_h_repeated);
   unrepeat(kGridW, in.grid_w_repeated);
   return g;

@@ -9,6 +9,7 @@
 #include "op_support.h"
 #include "ops/fire_support.h"
 #include "posenc/kernels/attention.h"
+#include "posenc/kernels/cope.h"
 #include "posenc/kernels/fire.h"
 
 namespace posenc::nn::detail {
@@ -45,9 +46,12 @@ AttentionTerms fused_terms(const at::Tensor& offset_bias, const at::Tensor& grid
                            const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
                            const at::Tensor& content_shift, const at::Tensor& relative_shift, const at::Tensor& grid_h,
                            const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width,
-                           const FireTerm& fire) {
+                           const FireTerm& fire, const CopeTerm& cope, const at::Tensor& rel_q,
+                           const at::Tensor& rel_index) {
   AttentionTerms t;
+  t.rel_q = rel_q, t.rel_index = rel_index;
   t.fire = fire;
+  t.cope = cope;
   t.offset_bias = offset_bias, t.grid_bias = grid_bias, t.bias = bias;
   t.rel_k = rel_k, t.rel_v = rel_v, t.max_distance = max_distance;
   t.content_shift = content_shift, t.relative_shift = relative_shift;
@@ -74,6 +78,15 @@ FusedInputs fused_inputs(const at::Tensor& q, const at::Tensor& k, const at::Ten
   const int64_t batch = q.size(0), heads = q.size(1), q_len = q.size(2), k_len = k.size(2), head_dim = q.size(3);
   in.rel_k = table_in(terms.rel_k, compute), in.rel_v = table_in(terms.rel_v, compute);
   match_tables(in.rel_k, in.rel_k_repeated, in.rel_v, in.rel_v_repeated, heads);
+  in.rel_q = table_in(terms.rel_q, compute);
+  if (in.rel_q.defined()) {  // one table count for rel_k, rel_v and rel_q
+    if (in.rel_k.defined()) match_tables(in.rel_q, in.rel_q_repeated, in.rel_k, in.rel_k_repeated, heads);
+    if (in.rel_v.defined()) match_tables(in.rel_q, in.rel_q_repeated, in.rel_v, in.rel_v_repeated, heads);
+  }
+  if (terms.rel_index.defined()) {
+    in.rel_index = terms.rel_index.to(at::kLong).contiguous();
+    in.rel_rows = (in.rel_k.defined() ? in.rel_k : in.rel_q).size(-2);
+  }
   in.grid_h = table_in(terms.grid_h, compute), in.grid_w = table_in(terms.grid_w, compute);
   match_tables(in.grid_h, in.grid_h_repeated, in.grid_w, in.grid_w_repeated, heads);
   in.content_shift = table_in(terms.content_shift, compute);
@@ -112,6 +125,26 @@ FusedInputs fused_inputs(const at::Tensor& q, const at::Tensor& k, const at::Ten
       }
     });
   }
+  if (terms.cope.defined()) {
+    // The term reads q and k through in.q / in.k (kept alive by in) and pads gates with in.padding.
+    in.cope_e = table_in(terms.cope.e, compute);
+    const auto cope = [&](auto tag) {
+      using T = decltype(tag);
+      kernels::CopeParams<T> p;
+      p.npos = in.cope_e.size(0), p.head_dim = in.cope_e.size(1), p.e = in.cope_e.data_ptr<T>();
+      p.scale = call.scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
+      p.key_padding = in.params.key_padding, p.key_padding_stride = in.params.key_padding_stride;
+      return std::make_shared<const kernels::CopeTileBias<T>>(p, matrix_of<const T>(in.q), matrix_of<const T>(in.k),
+                                                              "attention");
+    };
+    translate_errors([&] {
+      if (compute == at::kDouble) {
+        in.tile_bias_d = cope(double{});
+      } else {
+        in.tile_bias_f = cope(float{});
+      }
+    });
+  }
   in.max_distance = terms.max_distance;
   in.grid_height = terms.grid_height, in.grid_width = terms.grid_width;
   in.params.scale = call.scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
@@ -125,7 +158,10 @@ kernels::AttentionTerms<T> FusedInputs::terms() const {
   t.content_shift = data_of<T>(content_shift);
   t.rel_k = data_of<T>(rel_k);
   t.rel_v = data_of<T>(rel_v);
-  t.rel_tables = tables_of(rel_k, rel_v);
+  t.rel_q = data_of<T>(rel_q);
+  t.rel_tables = tables_of(rel_k.defined() ? rel_k : rel_q, rel_v);
+  t.rel_index = rel_index.defined() ? rel_index.data_ptr<int64_t>() : nullptr;
+  t.rel_rows = rel_rows;
   t.max_distance = max_distance;
   t.relative_shift = data_of<T>(relative_shift);
   t.grid_h = data_of<T>(grid_h);

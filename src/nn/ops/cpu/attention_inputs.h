@@ -32,6 +32,10 @@ struct FusedInputs {
   at::Tensor padding;  // (B, Tk) bytes, non-zero = padding
   // FIRE: its tensors contiguous in the compute dtype, and the per-tile term over them (one per dtype).
   at::Tensor fire_w1, fire_b1, fire_w2, fire_b2, fire_c, fire_threshold;
+  at::Tensor rel_q, rel_index;  // rel_q as rel_k (repeated alike); rel_index int64 contiguous
+  bool rel_q_repeated = false;
+  int64_t rel_rows = 0;         // rows of rel_k / rel_q when rel_index is given
+  at::Tensor cope_e;  // CoPE's table, contiguous in the compute dtype (its term is the tile bias)
   std::shared_ptr<const kernels::TileBias<float>> tile_bias_f;
   std::shared_ptr<const kernels::TileBias<double>> tile_bias_d;
   int64_t max_distance = 0, grid_height = 0, grid_width = 0;
@@ -47,7 +51,8 @@ AttentionTerms fused_terms(const at::Tensor& offset_bias, const at::Tensor& grid
                            const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
                            const at::Tensor& content_shift, const at::Tensor& relative_shift, const at::Tensor& grid_h,
                            const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width,
-                           const FireTerm& fire = {});
+                           const FireTerm& fire = {}, const CopeTerm& cope = {}, const at::Tensor& rel_q = {},
+                           const at::Tensor& rel_index = {});
 AttentionCall fused_call(bool causal, const at::Tensor& key_padding_mask, c10::optional<double> scale,
                          bool return_weights);
 
@@ -71,7 +76,7 @@ FusedForward fused_forward(const FusedInputs& in, bool weights, bool logsumexp);
 // The differentiable inputs of the fused attention, in the order of the op's arguments.
 enum GradSlot {
   kQ, kK, kV, kOffsetBias, kGridBias, kBias, kRelK, kRelV, kContentShift, kRelativeShift, kGridH, kGridW,
-  kFireW1, kFireB1, kFireW2, kFireB2, kFireC, kFireThreshold, kSlots
+  kFireW1, kFireB1, kFireW2, kFireB2, kFireC, kFireThreshold, kCopeE, kRelQ, kSlots
 };
 using FusedGradients = std::array<at::Tensor, kSlots>;
 

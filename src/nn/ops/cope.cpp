@@ -1,0 +1,198 @@
+// The CoPE dense op, all of it in one place: schema, CPU kernel call,
+// autograd and the typed C++ API (posenc/nn/cope_bias.h), and the checks the
+// attention shares (ops/cope_support.h).
+//   cope_bias           q, k, e, scale, key_padding_mask -> (B, H, Tq, Tk)
+//   cope_bias_backward  grad -> (dq, dk, de)
+// The backward has no autograd kernel of its own: first derivatives only, as
+// the fused attention's CoPE term.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "op_support.h"
+#include "ops/cope_support.h"
+#include "ops/cpu/attention_inputs.h"
+#include "posenc/kernels/cope.h"
+#include "posenc/nn/cope_bias.h"
+
+namespace posenc::nn {
+
+namespace detail {
+
+void check_cope(const char* op, const char* name, const at::Tensor& e, const at::Tensor& q) {
+  check_float_tensor(op, name, e);
+  const int64_t head_dim = q.dim() == 4 ? q.size(3) : -1;
+  TORCH_CHECK_VALUE(e.dim() == 2 && e.size(0) >= 1 && e.size(1) == head_dim, "[", op, "] ", name,
+                    " must be [npos, Dh] with npos >= 1 and Dh = ", head_dim, ", got ", tuple_of(e.sizes()));
+  if (e.numel() > 0) {
+    TORCH_CHECK_VALUE(at::isfinite(e.detach()).all().item<bool>(), "[", op, "] ", name,
+                      " must be finite, got a NaN or an infinity");
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr const char* kOp = "cope_bias";
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct Inputs {
+  at::ScalarType compute;
+  at::Tensor q, k, e, padding;
+};
+
+Inputs checked(const at::Tensor& q, const at::Tensor& k, const at::Tensor& e, double scale,
+               const c10::optional<at::Tensor>& key_padding_mask) {
+  for (const auto& [name, t] : {std::pair{"q", &q}, std::pair{"k", &k}}) {
+    detail::check_float_tensor(kOp, name, *t);
+    TORCH_CHECK_VALUE(t->dim() == 4, "[", kOp, "] ", name, " must be 4-D (B, H, T, Dh), got ", t->dim(), "-D");
+  }
+  TORCH_CHECK_TYPE(k.scalar_type() == q.scalar_type() && e.scalar_type() == q.scalar_type(), "[", kOp,
+                   "] q, k and e must have one dtype, got ", detail::dtype_name(q.scalar_type()), ", ",
+                   detail::dtype_name(k.scalar_type()), " and ", detail::dtype_name(e.scalar_type()));
+  TORCH_CHECK_VALUE(k.size(0) == q.size(0) && k.size(1) == q.size(1) && k.size(3) == q.size(3), "[", kOp,
+                    "] k must be (B, H, Tk, Dh) = ", detail::tuple_of({q.size(0), q.size(1), -1, q.size(3)}),
+                    " like q, got ", detail::tuple_of(k.sizes()));
+  TORCH_CHECK_VALUE(q.size(2) <= k.size(2), "[", kOp, "] CoPE is causal and needs q_len <= k_len, got q_len ",
+                    q.size(2), " and k_len ", k.size(2));
+  detail::check_cope(kOp, "e", e, q);
+  TORCH_CHECK_VALUE(std::isfinite(scale) && scale > 0, "[", kOp, "] scale must be finite and > 0, got ", scale);
+  Inputs in;
+  in.compute = detail::compute_dtype(q.scalar_type());
+  in.q = detail::kernel_view(q, in.compute), in.k = detail::kernel_view(k, in.compute);
+  in.e = e.to(in.compute).contiguous();
+  if (detail::given(key_padding_mask)) {
+    const at::Tensor& m = *key_padding_mask;
+    TORCH_CHECK_VALUE(m.scalar_type() == at::kBool && m.dim() == 2 && m.size(0) == q.size(0) &&
+                          m.size(1) == k.size(2),
+                      "[", kOp, "] key_padding_mask must be bool (B, Tk) = ",
+                      detail::tuple_of({q.size(0), k.size(2)}), ", got ", detail::dtype_name(m.scalar_type()), " ",
+                      detail::tuple_of(m.sizes()));
+    in.padding = m.to(at::kByte).contiguous();
+  }
+  return in;
+}
+
+template <class T>
+kernels::CopeParams<T> params_of(const Inputs& in, double scale) {
+  kernels::CopeParams<T> p;
+  p.npos = in.e.size(0), p.head_dim = in.e.size(1), p.e = in.e.data_ptr<T>(), p.scale = scale;
+  if (in.padding.defined()) p.key_padding = in.padding.data_ptr<uint8_t>(), p.key_padding_stride = in.padding.size(1);
+  return p;
+}
+
+at::Tensor cope_bias_cpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& e, double scale,
+                         const c10::optional<at::Tensor>& key_padding_mask) {
+  const Inputs in = checked(q, k, e, scale, key_padding_mask);
+  at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2), k.size(2)}, q.options().dtype(in.compute));
+  detail::translate_errors([&] {
+    const auto run = [&](auto tag) {
+      using T = decltype(tag);
+      kernels::cope_bias(params_of<T>(in, scale), detail::matrix_of<const T>(in.q), detail::matrix_of<const T>(in.k),
+                         out.data_ptr<T>(), kOp);
+    };
+    in.compute == at::kDouble ? run(double{}) : run(float{});
+  });
+  return out.to(q.scalar_type());
+}
+
+using Three = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+Three cope_bias_backward_cpu(const at::Tensor& grad, const at::Tensor& q, const at::Tensor& k, const at::Tensor& e,
+                             double scale, const c10::optional<at::Tensor>& key_padding_mask) {
+  const Inputs in = checked(q, k, e, scale, key_padding_mask);
+  detail::check_float_tensor(kOp, "grad", grad);
+  const std::vector<int64_t> want{q.size(0), q.size(1), q.size(2), k.size(2)};
+  TORCH_CHECK_VALUE(grad.sizes() == at::IntArrayRef(want), "[", kOp, "] grad must be (B, H, Tq, Tk) = ",
+                    detail::tuple_of(want), ", got ", detail::tuple_of(grad.sizes()));
+  const at::Tensor g = grad.to(in.compute).contiguous();
+  const auto opts = q.options().dtype(in.compute);
+  at::Tensor dq = at::empty(q.sizes(), opts), dk = at::empty(k.sizes(), opts), de = at::empty(e.sizes(), opts);
+  detail::translate_errors([&] {
+    const auto run = [&](auto tag) {
+      using T = decltype(tag);
+      kernels::cope_bias_backward(params_of<T>(in, scale), detail::matrix_of<const T>(in.q),
+                                  detail::matrix_of<const T>(in.k), g.data_ptr<T>(), detail::matrix_of<T>(dq),
+                                  detail::matrix_of<T>(dk), de.data_ptr<T>(), kOp);
+    };
+    in.compute == at::kDouble ? run(double{}) : run(float{});
+  });
+  return {dq.to(q.scalar_type()), dk.to(k.scalar_type()), de.to(e.scalar_type())};
+}
+
+template <class Signature>
+c10::TypedOperatorHandle<Signature> find_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+at::Tensor call_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& e, double scale,
+                        const c10::optional<at::Tensor>& key_padding_mask) {
+  static const auto op = find_op<decltype(cope_bias_cpu)>("posenc::cope_bias");
+  return op.call(q, k, e, scale, key_padding_mask);
+}
+
+Three call_backward(const at::Tensor& grad, const at::Tensor& q, const at::Tensor& k, const at::Tensor& e,
+                    double scale, const c10::optional<at::Tensor>& key_padding_mask) {
+  static const auto op = find_op<decltype(cope_bias_backward_cpu)>("posenc::cope_bias_backward");
+  return op.call(grad, q, k, e, scale, key_padding_mask);
+}
+
+class CopeBiasFunction : public torch::autograd::Function<CopeBiasFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& e,
+                            double scale, const c10::optional<at::Tensor>& key_padding_mask) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    at::Tensor out = call_forward(q, k, e, scale, key_padding_mask);  // validates
+    ctx->save_for_backward({q, k, e, detail::value_of(key_padding_mask)});
+    ctx->saved_data["scale"] = scale;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list s = ctx->get_saved_variables();
+    const c10::optional<at::Tensor> mask = s[3].defined() ? c10::optional<at::Tensor>(s[3]) : c10::nullopt;
+    auto [dq, dk, de] = call_backward(grads[0], s[0], s[1], s[2], ctx->saved_data["scale"].toDouble(), mask);
+    return {dq, dk, de, at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor cope_bias_autograd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& e, double scale,
+                              const c10::optional<at::Tensor>& key_padding_mask) {
+  return CopeBiasFunction::apply(q, k, e, scale, key_padding_mask);
+}
+
+}  // namespace
+
+namespace ops {
+
+at::Tensor cope_bias(const at::Tensor& q, const at::Tensor& k, const at::Tensor& e, double scale,
+                     const std::optional<at::Tensor>& key_padding_mask) {
+  return call_forward(q, k, e, scale, key_padding_mask ? c10::optional<at::Tensor>(*key_padding_mask) : c10::nullopt);
+}
+
+}  // namespace ops
+
+// CoPE (posenc/kernels/cope.h): q, k (B, H, T, Dh), e [npos, Dh] -> (B, H, Tq, Tk), 0 where j > i'.
+TORCH_LIBRARY_FRAGMENT(posenc, m) {
+  m.def("cope_bias(Tensor q, Tensor k, Tensor e, float scale, Tensor? key_padding_mask=None) -> Tensor");
+  m.def("cope_bias_backward(Tensor grad, Tensor q, Tensor k, Tensor e, float scale, "
+        "Tensor? key_padding_mask=None) -> (Tensor, Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(posenc, CPU, m) {
+  m.impl("cope_bias", cope_bias_cpu);
+  m.impl("cope_bias_backward", cope_bias_backward_cpu);
+}
+
+TORCH_LIBRARY_IMPL(posenc, Autograd, m) { m.impl("cope_bias", cope_bias_autograd); }
+
+}  // namespace posenc::nn
