@@ -46,7 +46,8 @@ SIGNATURES = {
     "attention": "(q, k, v, *, causal=False, key_padding_mask=None, scale=None, rope=None, alibi_slopes=None, "
                  "t5_table=None, t5_num_buckets=32, t5_max_distance=128, rel_k=None, rel_v=None, max_distance=None, "
                  "rel_2d=None, return_weights=False, t5_bidirectional=None, xl_u=None, xl_v=None, bias=None, "
-                 "path='auto', max_time=3600.0)",
+                 "path='auto', max_time=3600.0, offset_bias=None, grid_bias=None, fire=None, cope=None, rel_q=None, "
+                 "rel_index=None)",
     # posenc check (issue 17 section 4): the options are the CLI's, by name (docs/check.md).
     "check": "(tensor_or_path, *, kind=None, hf_config=None, what=None, positions=None, tensor=None, input=None, "
              "input_file=None, **options)",
