@@ -80,7 +80,9 @@ TEST(Report, FreshAttentionOfAnyRegistryFamily) {
       double sum = 0;
       for (int64_t j = 0; j < 12; ++j) sum += map.attention.values[static_cast<size_t>(i * 12 + j)];
       EXPECT_NEAR(sum, 1.0, 1e-6);  // float32 softmax rows, averaged: a few ulps of 1 per term
-      if (name == "nope") EXPECT_EQ(map.attention.values[11], 0.0);  // needs a decoder: built causal
+      if (name == "nope") {
+        EXPECT_EQ(map.attention.values[11], 0.0);  // needs a decoder: built causal
+      }
     }
   }
 }
