@@ -83,6 +83,20 @@ void validate_encoding(const EncodingPlan& plan, const EncodingConfig& config) {
   // What depends on several settings at once is checked by the modules, in their own words.
 }
 
+// The number of a "key=value" setting; context opens the message ("layer encoding 'rope:base=x': ").
+double setting_value(std::string_view key, const std::string& text, const std::string& context) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  TORCH_CHECK_VALUE(!text.empty() && used == text.size(), "[", kOp, "] ", context, key, " must be a number, got '",
+                    text, "'");
+  return value;
+}
+
 LayerEncoding parse_layer_encoding(std::string_view spec) {
   const size_t colon = spec.find(':');
   LayerEncoding layer;
@@ -112,16 +126,7 @@ LayerEncoding parse_layer_encoding(std::string_view spec) {
     }
     TORCH_CHECK_VALUE(parameter != nullptr, "[", kOp, "] layer encoding '", spec, "': ", layer.plan.name,
                       " has no setting '", key, "' (its settings: ", names.empty() ? "none" : names, ")");
-    double value = 0;
-    const std::string copy(text);
-    size_t used = 0;
-    try {
-      value = std::stod(copy, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    TORCH_CHECK_VALUE(!copy.empty() && used == copy.size(), "[", kOp, "] layer encoding '", spec, "': ", key,
-                      " must be a number, got '", text, "'");
+    const double value = setting_value(key, std::string(text), "layer encoding '" + std::string(spec) + "': ");
     layer.settings.emplace_back(parameter, value);
   }
   return layer;
@@ -139,17 +144,27 @@ void apply_encoding_settings(EncodingConfig& config, const std::vector<std::stri
       names += (names.empty() ? "" : ", ") + p->name;
     }
     TORCH_CHECK_VALUE(parameter != nullptr, "[", kOp, "] unknown setting '", key, "'; known: ", names);
-    size_t used = 0;
-    double value = 0;
-    try {
-      value = std::stod(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    TORCH_CHECK_VALUE(!text.empty() && used == text.size(), "[", kOp, "] ", key, " must be a number, got '", text,
-                      "'");
-    parameter->set(config, value);
+    parameter->set(config, setting_value(key, text, ""));
   }
+}
+
+std::vector<std::string> validate_layer_encodings(const EncodingPlan& model, const EncodingConfig& config,
+                                                  const std::vector<std::string>& specs) {
+  std::vector<std::string> parts = model.parts;
+  for (const std::string& spec : specs) {
+    const LayerEncoding layer = parse_layer_encoding(spec);
+    validate_encoding(layer_plan(model, layer), layer_config(config, layer));
+    parts.insert(parts.end(), layer.plan.parts.begin(), layer.plan.parts.end());
+  }
+  return parts;
+}
+
+bool reads_absolute_positions(const std::vector<std::string>& parts) {
+  for (const std::string& part : parts) {
+    const EncodingPoint point = find_encoding_family(part)->point;
+    if (point == EncodingPoint::kInput || point == EncodingPoint::kQueryKey) return true;
+  }
+  return false;
 }
 
 EncodingPlan layer_plan(const EncodingPlan& model, const LayerEncoding& layer) {

@@ -45,20 +45,11 @@ TransformerOptions checked_options(const char* op, TransformerOptions o, bool ca
   config.causal = causal;
   const EncodingPlan plan = parse_encoding(o.encoding());
   validate_encoding(plan, config);
-  std::vector<std::string> every_part = plan.parts;  // of the model and of every layer
-  for (const std::string& spec : o.layer_encodings()) {
-    const LayerEncoding layer = parse_layer_encoding(spec);
-    validate_encoding(layer_plan(plan, layer), layer_config(config, layer));
-    every_part.insert(every_part.end(), layer.plan.parts.begin(), layer.plan.parts.end());
-  }
+  const std::vector<std::string> every_part = validate_layer_encodings(plan, config, o.layer_encodings());
   if (o.random_positions() > 0) {
-    bool positional = false;  // an encoding that reads absolute positions
-    for (const std::string& part : every_part) {
-      const EncodingPoint point = find_encoding_family(part)->point;
-      positional = positional || point == EncodingPoint::kInput || point == EncodingPoint::kQueryKey;
-    }
-    TORCH_CHECK_VALUE(positional, "[", op, "] random_positions needs an input or query/key encoding (absolute or "
-                      "rotary), got '", o.encoding(), "'");
+    TORCH_CHECK_VALUE(reads_absolute_positions(every_part), "[", op,
+                      "] random_positions needs an input or query/key encoding (absolute or rotary), got '",
+                      o.encoding(), "'");
     for (const std::string& part : plan.parts) {
       const bool table = part == "learned";  // the one family whose positions index rows
       TORCH_CHECK_VALUE(!table || o.max_positions() >= o.random_positions(), "[", op, "] random_positions ",

@@ -363,19 +363,9 @@ TrainConfig resolve_train_config(const TrainConfig& config) {
   e.causal = task.model() == ModelKind::kDecoder;
   const EncodingPlan plan = parse_encoding(c.encoding);
   validate_encoding(plan, e);
-  std::vector<std::string> every_part = plan.parts;  // of the model and of every layer
-  for (const std::string& spec : layer_encoding_list(c)) {
-    const LayerEncoding layer = parse_layer_encoding(spec);
-    validate_encoding(layer_plan(plan, layer), layer_config(e, layer));
-    every_part.insert(every_part.end(), layer.plan.parts.begin(), layer.plan.parts.end());
-  }
+  const std::vector<std::string> every_part = validate_layer_encodings(plan, e, layer_encoding_list(c));
   if (c.random_positions > 0) {
-    bool positional = false;  // an encoding that reads absolute positions
-    for (const std::string& part : every_part) {
-      const EncodingPoint point = find_encoding_family(part)->point;
-      positional = positional || point == EncodingPoint::kInput || point == EncodingPoint::kQueryKey;
-    }
-    require(positional, kOp, "random_positions needs an input or query/key encoding (absolute or rotary), got '",
+    require(reads_absolute_positions(every_part), kOp, "random_positions needs an input or query/key encoding (absolute or rotary), got '",
             c.encoding, "'");
     const bool table = std::find(plan.parts.begin(), plan.parts.end(), "learned") != plan.parts.end();
     require(!table || c.max_positions >= c.random_positions, kOp, "random_positions ", c.random_positions,

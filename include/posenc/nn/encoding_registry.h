@@ -53,6 +53,15 @@ LayerEncoding parse_layer_encoding(std::string_view spec);
 EncodingPlan layer_plan(const EncodingPlan& model, const LayerEncoding& layer);
 EncodingConfig layer_config(EncodingConfig config, const LayerEncoding& layer);
 
+// Validates each layer's plan (layer_plan) with its settings (layer_config) and returns the parts of
+// the model's plan and of every layer's, the families a model with these layers uses.
+std::vector<std::string> validate_layer_encodings(const EncodingPlan& model, const EncodingConfig& config,
+                                                  const std::vector<std::string>& specs);
+
+// Whether one of parts reads absolute positions (an input or query/key family): what randomized
+// positions can act on.
+bool reads_absolute_positions(const std::vector<std::string>& parts);
+
 // Sets "key=value" settings (the families' training options, e.g. "input_scale=0.03") in config; the
 // ranges are checked by validate_encoding for the families a plan uses. Throws c10::ValueError
 // "[encoding] unknown setting 'foo'; known: base, ..." and the key=value / number messages above.
