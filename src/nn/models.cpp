@@ -229,11 +229,22 @@ std::tuple<at::Tensor, at::Tensor> TransformerEncoderImpl::span(const at::Tensor
   return {start, end};
 }
 
-// tokens (B, T) -> (B, T, vocab)
+// tokens (B, T) -> (B, T, vocab), or (N, vocab) at the given rows
 at::Tensor TransformerEncoderImpl::masked_lm(const at::Tensor& tokens, const at::Tensor& key_padding_mask,
-                                             const at::Tensor& positions) {
+                                             const at::Tensor& positions, const at::Tensor& rows) {
   require(!mlm_head.is_empty(), "TransformerEncoder", "masked_lm needs options.masked_lm_head(true)");
-  return mlm_head->forward(forward(tokens, key_padding_mask, positions));
+  if (!rows.defined()) return mlm_head->forward(forward(tokens, key_padding_mask, positions));
+  TORCH_CHECK_TYPE(rows.scalar_type() == at::kLong, "[TransformerEncoder] rows must be int64, got ",
+                   detail::dtype_name(rows.scalar_type()));
+  TORCH_CHECK_VALUE(rows.dim() == 1, "[TransformerEncoder] rows must be 1-D, got ", rows.dim(), "-D");
+  const int64_t cells = tokens.numel();
+  if (rows.numel() > 0) {
+    const int64_t lo = rows.min().item<int64_t>(), hi = rows.max().item<int64_t>();
+    TORCH_CHECK_VALUE(lo >= 0 && hi < cells, "[TransformerEncoder] rows must be in [0, ", cells, ") (B * T), got ",
+                      lo < 0 ? lo : hi);
+  }
+  const at::Tensor hidden = forward(tokens, key_padding_mask, positions);
+  return mlm_head->forward(hidden.reshape({cells, hidden.size(-1)}).index_select(0, rows));
 }
 
 at::Tensor TransformerEncoderImpl::first_layer_attention(const at::Tensor& tokens) {

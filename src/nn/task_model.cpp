@@ -63,7 +63,8 @@ TaskScore TaskModel::score(const Batch& batch, const at::Tensor& positions) {
       return task_.score_span(start, end, batch);
     }
     case TaskKind::kMaskedLm:
-      return task_.score_language_model(encoder_->masked_lm(batch.tokens, batch.key_padding_mask, positions), batch);
+      return task_.score_scored_rows(
+          encoder_->masked_lm(batch.tokens, batch.key_padding_mask, positions, Task::scored_rows(batch)), batch);
     case TaskKind::kLookback:
     case TaskKind::kCopy:
     case TaskKind::kText: break;

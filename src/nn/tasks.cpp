@@ -524,15 +524,21 @@ TaskScore Task::score_span(const at::Tensor& start_logits, const at::Tensor& end
   return s;
 }
 
+at::Tensor Task::scored_rows(const Batch& batch) { return batch.loss_mask.reshape({-1}).nonzero().reshape({-1}); }
+
 TaskScore Task::score_language_model(const at::Tensor& logits, const Batch& batch) const {
   const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
   check_logits(logits, "logits", {B, T, options_.vocab_size});
-  const at::Tensor rows = batch.loss_mask.reshape({-1}).nonzero().reshape({-1});
-  const at::Tensor picked = logits.reshape({B * T, -1}).index_select(0, rows);
+  return score_scored_rows(logits.reshape({B * T, -1}).index_select(0, scored_rows(batch)), batch);
+}
+
+TaskScore Task::score_scored_rows(const at::Tensor& logits, const Batch& batch) const {
+  const at::Tensor rows = scored_rows(batch);
+  check_logits(logits, "logits", {rows.size(0), options_.vocab_size});
   const at::Tensor targets = batch.labels.reshape({-1}).index_select(0, rows);
   TaskScore s;
-  s.loss = at::cross_entropy_loss(picked, targets);
-  s.correct = picked.argmax(1).eq(targets).sum().item<int64_t>();
+  s.loss = at::cross_entropy_loss(logits, targets);
+  s.correct = logits.argmax(1).eq(targets).sum().item<int64_t>();
   s.count = rows.size(0);
   return s;
 }

@@ -354,6 +354,25 @@ TEST(Models, OptionErrors) {
                      "[encoding] 'alibi+t5' has two logit bias encodings (alibi, t5); use at most one per point");
 }
 
+TEST(Models, MaskedLmAtRowsIsTheFullLogitsAtThoseRows) {
+  TransformerOptions o = small("learned");
+  o.masked_lm_head(true);
+  TransformerEncoder encoder(o);
+  encoder->eval();
+  const at::Tensor tokens = random_tokens(2, 9);
+  const at::Tensor rows = at::tensor(std::vector<int64_t>{0, 4, 9, 17}, at::kLong);
+  const at::Tensor full = encoder->masked_lm(tokens).reshape({18, 50});
+  const at::Tensor picked = encoder->masked_lm(tokens, {}, {}, rows);
+  EXPECT_EQ(picked.sizes(), (std::vector<int64_t>{4, 50}));
+  EXPECT_TRUE(at::allclose(picked, full.index_select(0, rows), 1e-6, 1e-6));
+  expect_value_error([&] { encoder->masked_lm(tokens, {}, {}, at::tensor(std::vector<int64_t>{3, 18}, at::kLong)); },
+                     "[TransformerEncoder] rows must be in [0, 18) (B * T), got 18");
+  expect_value_error([&] { encoder->masked_lm(tokens, {}, {}, at::zeros({2, 2}, at::kLong)); },
+                     "[TransformerEncoder] rows must be 1-D, got 2-D");
+  expect_error<c10::TypeError>([&] { encoder->masked_lm(tokens, {}, {}, at::zeros({2})); },
+                               "[TransformerEncoder] rows must be int64, got float32");
+}
+
 TEST(Models, TokenErrors) {
   TransformerEncoder encoder(small("none"));
   TransformerDecoder decoder(small("none"));

@@ -266,6 +266,13 @@ TEST(Tasks, ScoresMatchAPlainCrossEntropy) {
     }
     EXPECT_EQ(s.count, n);
     EXPECT_NEAR(s.loss.item<double>(), loss / static_cast<double>(n), tol);
+    // The same score from the logits at the scored rows only (masked-LM training's path).
+    const at::Tensor rows = Task::scored_rows(b);
+    EXPECT_EQ(rows.size(0), n);
+    const TaskScore picked = task.score_scored_rows(logits.reshape({12, 5}).index_select(0, rows), b);
+    EXPECT_EQ(picked.count, n);
+    EXPECT_EQ(picked.correct, s.correct);
+    EXPECT_NEAR(picked.loss.item<double>(), loss / static_cast<double>(n), tol);
   }
 }
 

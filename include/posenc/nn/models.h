@@ -94,8 +94,10 @@ class TransformerEncoderImpl : public torch::nn::Module {
   std::tuple<at::Tensor, at::Tensor> span(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {},
                                           const at::Tensor& positions = {});
   // Needs masked_lm_head: "[TransformerEncoder] masked_lm needs options.masked_lm_head(true)".
+  // rows (N) int64: only the logits at these flattened (B * T) positions, (N, vocab) (masked-LM training
+  // scores few positions; the vocabulary head dominates a small model's cost).
   at::Tensor masked_lm(const at::Tensor& tokens, const at::Tensor& key_padding_mask = {},
-                       const at::Tensor& positions = {});
+                       const at::Tensor& positions = {}, const at::Tensor& rows = {});
   // The first layer's attention weights (B, H, T, T) for these tokens (analysis probes).
   at::Tensor first_layer_attention(const at::Tensor& tokens);
   const TransformerOptions& options() const noexcept { return options_; }

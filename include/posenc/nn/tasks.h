@@ -141,6 +141,11 @@ class Task {
   TaskScore score_classification(const at::Tensor& logits, const Batch& batch) const;
   TaskScore score_span(const at::Tensor& start_logits, const at::Tensor& end_logits, const Batch& batch) const;
   TaskScore score_language_model(const at::Tensor& logits, const Batch& batch) const;
+  // The flattened (B * T) indices of the positions a language-model loss scores (batch.loss_mask), in order.
+  static at::Tensor scored_rows(const Batch& batch);
+  // As score_language_model, from the logits at scored_rows(batch) only: (rows, vocab). Masked-LM pretraining
+  // scores 15 % of the positions, and the vocabulary head is most of a small model's cost.
+  TaskScore score_scored_rows(const at::Tensor& logits, const Batch& batch) const;
 
  private:
   Batch text_batch(uint64_t seed, DataStream stream, int64_t index, int64_t batch_size, int64_t seq_len) const;
