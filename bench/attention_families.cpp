@@ -13,7 +13,7 @@
 
 #include "posenc/nn/attention_ops.h"
 #include "posenc/nn/ops.h"
-#include "posenc/nn/relative_ops.h"
+#include "posenc/nn/bias_ops.h"
 
 namespace posenc::bench {
 namespace {

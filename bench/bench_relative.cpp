@@ -37,6 +37,7 @@
 
 #include "bench_report.h"
 #include "posenc/kernels/t5.h"
+#include "posenc/nn/bias_ops.h"
 #include "posenc/nn/relative_ops.h"
 
 namespace {

@@ -42,9 +42,9 @@
 
 #include "attention_families.h"
 #include "bench_report.h"
-#include "posenc/nn/data_parallel.h"
+#include "posenc/training/data_parallel.h"
 #include "posenc/nn/models.h"
-#include "posenc/nn/relative_ops.h"
+#include "posenc/nn/bias_ops.h"
 
 namespace {
 

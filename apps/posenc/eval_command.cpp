@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/error.h"
-#include "posenc/nn/trainer.h"
+#include "posenc/training/trainer.h"
 
 namespace posenc::cli {
 namespace {

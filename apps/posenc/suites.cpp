@@ -9,7 +9,7 @@
 #include "posenc/error.h"
 #include "posenc/experiments/properties.h"
 #include "posenc/io/atomic_file.h"
-#include "posenc/nn/experiment.h"
+#include "posenc/training/experiment.h"
 
 namespace posenc::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "posenc/nn/trainer.h"
+#include "posenc/training/trainer.h"
 
 namespace posenc::cli {
 

@@ -24,8 +24,8 @@
 
 #include "op_support.h"
 #include "posenc/error.h"
-#include "posenc/nn/tasks.h"
-#include "posenc/nn/trainer.h"
+#include "posenc/training/tasks.h"
+#include "posenc/training/trainer.h"
 
 namespace posenc::analysis {
 namespace {

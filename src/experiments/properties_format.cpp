@@ -3,7 +3,7 @@
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/kernels/build_info.h"
-#include "posenc/nn/experiment.h"
+#include "posenc/training/experiment.h"
 
 #ifndef POSENC_VERSION
 #define POSENC_VERSION "unknown"

@@ -4,7 +4,7 @@
 
 #include "posenc/error.h"
 #include "posenc/experiments/properties.h"
-#include "posenc/nn/experiment.h"
+#include "posenc/training/experiment.h"
 
 namespace posenc::experiments {
 

@@ -15,7 +15,7 @@
 #include "posenc/error.h"
 #include "posenc/experiments/properties.h"
 #include "posenc/nn/encoding_registry.h"
-#include "posenc/nn/experiment.h"
+#include "posenc/training/experiment.h"
 #include "properties_format.h"
 
 namespace posenc::experiments {

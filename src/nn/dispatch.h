@@ -1,6 +1,6 @@
 // Calls into the posenc ops through the dispatcher, with the schemas' own
 // argument types (ops/schemas.cpp). The autograd kernels, the routing ops and
-// the public C++ API (posenc/nn/ops.h) go through these, so every call sees
+// the public C++ API (posenc/nn/*_ops.h) go through these, so every call sees
 // the registered Autograd and CPU kernels.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "rope_support.h"
+#include "ops/rope/support.h"
 
 namespace posenc::nn::dispatch {
 
@@ -55,7 +55,7 @@ at::Tensor sinusoidal_3d(int64_t frames, int64_t height, int64_t width, int64_t 
                          c10::optional<at::ScalarType> dtype);
 at::Tensor translation_matrix(double delta, int64_t dim, double base, c10::string_view layout);
 
-// RoPE (ops/cpu/rope_tables.cpp, ops/cpu/rope_rotate.cpp, ops/rope.cpp; implemented in rope_ops.cpp).
+// RoPE (ops/rope/; implemented in ops/rope/api.cpp).
 using detail::ScalingArg;
 using detail::ScalingListArg;
 using Tables = std::tuple<at::Tensor, at::Tensor>;
@@ -122,8 +122,8 @@ at::Tensor& rerotate_(at::Tensor& k, const at::Tensor& from_positions, const at:
                       c10::optional<int64_t> seq_len, c10::optional<double> to_base, const ScalingArg& to_scaling,
                       c10::optional<int64_t> to_seq_len, c10::string_view precision);
 
-// Relative position vectors (ops/cpu/relative.cpp, ops/autograd/relative.cpp, ops/relative.cpp;
-// implemented in relative_ops.cpp).
+// Relative position vectors (ops/relative/; implemented in
+// ops/relative/api.cpp).
 at::Tensor relative_logits(const at::Tensor& q, const at::Tensor& table, int64_t max_distance,
                            c10::optional<int64_t> k_len, int64_t query_offset);
 at::Tensor relative_values(const at::Tensor& probs, const at::Tensor& table, int64_t max_distance,
@@ -138,7 +138,7 @@ at::Tensor sinusoidal_relative_table(int64_t max_distance, int64_t dim, double b
                                      const c10::optional<at::Tensor>& omega, c10::string_view layout,
                                      c10::optional<at::ScalarType> dtype);
 
-// Attention biases (ops/cpu/attention_bias.cpp, ops/autograd/attention_bias.cpp; implemented in bias_ops.cpp).
+// Attention biases (ops/bias/; implemented in ops/bias/api.cpp).
 at::Tensor alibi_slopes(int64_t num_heads, c10::optional<at::ScalarType> dtype);
 at::Tensor alibi_bias(int64_t num_heads, int64_t q_len, int64_t k_len, bool causal,
                       c10::optional<at::ScalarType> dtype);
@@ -156,7 +156,7 @@ std::tuple<at::Tensor, at::Tensor> t5_bias_2d_backward(const at::Tensor& grad, i
 
 }  // namespace posenc::nn::dispatch
 
-// ---- Attention (ops/cpu/attention.cpp, ops/autograd/attention.cpp; checks in attention_ops.cpp) ----
+// ---- Attention (ops/attention/; checks in ops/attention/api.cpp) ----
 namespace posenc::nn {
 struct AttentionTerms;
 struct AttentionCall;

@@ -1,4 +1,4 @@
-// The "extrapolation" suite (summary_json in src/nn/experiment.cpp): the
+// The "extrapolation" suite (summary_json in src/training/experiment.cpp): the
 // table of test perplexity per encoding and length, and the figure of
 // perplexity against length, one line and +-1 sd band per encoding.
 #include <cmath>

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "posenc/analysis/identical_word.h"
-#include "posenc/nn/trainer.h"
+#include "posenc/training/trainer.h"
 
 namespace posenc::analysis {
 namespace {

@@ -1,4 +1,4 @@
-// The attention-bias C++ API (posenc/nn/relative_ops.h: ALiBi, T5) against
+// The attention-bias C++ API (posenc/nn/bias_ops.h: ALiBi, T5) against
 // plain float64 references written here, plus the exact errors. The Python
 // tests (tests/python/test_attention_bias*.py) cover the ops in more depth.
 #include <ATen/ATen.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "posenc/nn/relative_ops.h"
+#include "posenc/nn/bias_ops.h"
 
 namespace posenc::nn::test {
 namespace {

@@ -32,7 +32,7 @@ def run(*args, cwd=None):
 
 
 def result(order, encoding, losses):
-    """A run's result.json as run_experiment writes it (src/nn/experiment.cpp), lengths 32 and 64."""
+    """A run's result.json as run_experiment writes it (src/training/experiment.cpp), lengths 32 and 64."""
     lengths = []
     for seq_len, loss in zip([32, 64], losses):
         if loss is None:

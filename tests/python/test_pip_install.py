@@ -153,7 +153,7 @@ def test_installed_cli_finds_the_libraries_beside_it(venv):
     assert re.findall(r"\((?:RUNPATH|RPATH)\).*\[(.*)\]", dynamic) == ["$ORIGIN/../_lib"]
     resolved = subprocess.run(["ldd", str(cli)], capture_output=True, text=True, check=True).stdout
     ours = dict(re.findall(r"^\s*(libposenc\S*) => (\S+)", resolved, re.MULTILINE))
-    assert set(ours) == {"libposenc_nn.so", "libposenc_analysis_torch.so"}
+    assert set(ours) == {"libposenc_nn.so", "libposenc_training.so", "libposenc_analysis_torch.so"}
     for name, path in ours.items():
         assert Path(path).resolve() == (venv / SITE / "posenc" / "_lib" / name).resolve()
 

@@ -1,12 +1,10 @@
-// Relative position vectors and attention biases from C++ (torch.ops.posenc.*,
-// docs/relative.md), through the dispatcher like posenc/nn/ops.h, so the
-// gradients flow. Shapes:
-//   q, k, v: (B, H, T, Dh); logits, probs, biases: (B, H, Tq, Tk) or [H, Tq, Tk]
+// Relative position vectors from C++ (torch.ops.posenc.relative_*,
+// docs/relative.md), through the dispatcher like posenc/nn/absolute_ops.h, so
+// the gradients flow. Shapes:
+//   q, k, v: (B, H, T, Dh); logits, probs: (B, H, Tq, Tk)
 //   relative table: [2k+1, Dh] shared by the heads, or [H, 2k+1, Dh];
 //   row r holds offset r - k, and query i / key j use clip(j - (i + query_offset), -k, k) + k.
-// ALiBi and T5 biases put the queries on the last q_len of the k_len keys
-// (query i at key position i + k_len - q_len). Bad arguments throw
-// c10::ValueError with the kernels' messages, e.g.
+// Bad arguments throw c10::ValueError with the kernels' messages, e.g.
 // "[relative_logits] table must have 2*max_distance+1 = 9 rows, got 8".
 #pragma once
 
@@ -16,10 +14,8 @@
 #include <optional>
 #include <utility>
 
-#include "posenc/kernels/alibi.h"
 #include "posenc/kernels/relative.h"
 #include "posenc/kernels/relative_2d.h"
-#include "posenc/kernels/t5.h"
 
 namespace posenc::nn::ops {
 
@@ -38,24 +34,5 @@ at::Tensor relative_logits_2d(const at::Tensor& q, const at::Tensor& table_h, co
 at::Tensor sinusoidal_relative_table(int64_t max_distance, int64_t dim, double base = 10000.0,
                                      const std::optional<at::Tensor>& omega = std::nullopt,
                                      std::optional<at::ScalarType> dtype = std::nullopt);
-
-// [num_heads], the paper's slopes.
-at::Tensor alibi_slopes(int64_t num_heads, at::ScalarType dtype = at::kFloat);
-// [num_heads, q_len, k_len]: -m_h |i' - j|; causal: -inf for j > i'.
-at::Tensor alibi_bias(int64_t num_heads, int64_t q_len, int64_t k_len, bool causal = false,
-                      at::ScalarType dtype = at::kFloat);
-// The same into out (contiguous [num_heads, q_len, k_len], float32 or float64), reused across calls.
-at::Tensor& alibi_bias_out(at::Tensor& out, int64_t num_heads, int64_t q_len, int64_t k_len, bool causal = false);
-// [num_heads, HW, HW]: -m_h dist((y,x), (y',x')).
-at::Tensor alibi_bias_2d(const kernels::Alibi2dParams& params, at::ScalarType dtype = at::kFloat);
-
-// Buckets of relative positions (key - query): same shape, int64.
-at::Tensor t5_bucket(const at::Tensor& relative_position, const kernels::T5BucketParams& params = {});
-// table [num_buckets, H] (num_buckets taken from it) -> [H, q_len, k_len]; differentiable wrt table.
-at::Tensor t5_bias(const at::Tensor& table, int64_t q_len, int64_t k_len, bool bidirectional = true,
-                   int64_t max_distance = 128);
-// table_h, table_w [num_buckets, H] -> [H, HW, HW]; differentiable wrt both.
-at::Tensor t5_bias_2d(const at::Tensor& table_h, const at::Tensor& table_w, int64_t height, int64_t width,
-                      bool bidirectional = true, int64_t max_distance = 128);
 
 }  // namespace posenc::nn::ops

@@ -17,7 +17,7 @@
 
 #include "op_support.h"
 #include "ops/cope_support.h"
-#include "ops/cpu/attention_inputs.h"
+#include "ops/attention/cpu_inputs.h"
 #include "posenc/kernels/cope.h"
 #include "posenc/nn/cope_bias.h"
 

@@ -1,6 +1,6 @@
 // Private: the check of CoPE's table (posenc/nn/attention_ops.h's CopeTerm),
 // shared by the cope_bias op (ops/cope.cpp) and the attention
-// (attention_ops.cpp).
+// (ops/attention/api.cpp).
 #pragma once
 
 #include <ATen/ATen.h>

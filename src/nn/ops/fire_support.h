@@ -1,6 +1,6 @@
 // Private: the checks of FIRE's six tensors (posenc/nn/attention_ops.h's
 // FireTerm), shared by the fire_bias op (ops/fire.cpp) and the attention
-// (attention_ops.cpp), and their view as kernel parameters.
+// (ops/attention/api.cpp), and their view as kernel parameters.
 #pragma once
 
 #include <ATen/ATen.h>

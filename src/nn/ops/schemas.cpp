@@ -1,7 +1,7 @@
 // Every posenc op's schema, in one place (torch.ops.posenc.*). Kernels are
-// registered per dispatch key next to their code: CPU in ops/cpu/, Autograd
-// in ops/autograd/, the routing ops (absolute, absolute_range) as
-// CompositeImplicitAutograd in ops/absolute.cpp. Ops without a tensor
+// registered per dispatch key next to their code: CPU in ops/<family>/cpu*.cpp,
+// Autograd in ops/<family>/autograd*.cpp, the routing ops (absolute,
+// absolute_range) as CompositeImplicitAutograd in ops/absolute/routing.cpp. Ops without a tensor
 // argument (the *_range tables, the grids, translation_matrix) are
 // registered under CompositeExplicitAutograd: the dispatcher has no tensor to
 // read a backend from, and they produce CPU tensors.
@@ -20,7 +20,7 @@
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
-#include "rope_support.h"
+#include "ops/rope/support.h"
 
 #define POSENC_SCALING "__torch__.torch.classes.posenc.RopeScaling"
 
