@@ -453,6 +453,25 @@ TEST(EncodingRegistry, ValidateErrors) {
   bad.t5_num_buckets = 3;
   expect_value_error([&] { make_attention_encodings(parse_encoding("t5"), bad); },
                      "[T5Bias] num_buckets must be even when bidirectional (half per direction), got 3");
+  {
+    EncodingConfig e;
+    e.causal = true;
+    e.cope_npos = 0;
+    expect_value_error([&] { make_attention_encodings(parse_encoding("cope"), e); },
+                       "[encoding] cope_npos must be >= 1, got 0");
+    e.cope_npos = 16;  // reaches the module: its table has 16 rows
+    const AttentionEncodings slots = make_attention_encodings(parse_encoding("cope"), e);
+    EXPECT_EQ(slots.bias->named_parameters()["e"].size(0), 16);
+    e.deberta_position_buckets = -1;
+    expect_value_error([&] { make_attention_encodings(parse_encoding("deberta"), e); },
+                       "[encoding] deberta_position_buckets must be >= 0, got -1");
+    e.deberta_position_buckets = 600;
+    expect_value_error([&] { make_attention_encodings(parse_encoding("deberta"), e); },
+                       "[DebertaRelative] position_buckets must be <= max_relative_positions, got 600 > 512");
+    e.deberta_max_relative_positions = 0;
+    expect_value_error([&] { make_attention_encodings(parse_encoding("deberta"), e); },
+                       "[encoding] deberta_max_relative_positions must be >= 1, got 0");
+  }
 }
 
 }  // namespace

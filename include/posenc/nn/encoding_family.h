@@ -44,6 +44,11 @@ struct EncodingConfig {
   double input_scale = 1.0;
   // p-rope: the share p of RoPE's frequency pairs that turn, the fastest (Barbero et al. 2024); in (0, 1].
   double rope_fraction = 0.25;
+  // cope: contextual positions clamp at cope_npos - 1 (the authors' npos_max).
+  int64_t cope_npos = 64;
+  // deberta: Hugging Face's position_buckets (0: no log buckets) and max_relative_positions.
+  int64_t deberta_position_buckets = 256;
+  int64_t deberta_max_relative_positions = 512;
   // "rope": a context-extension scaling (Hugging Face rope_scaling). Training
   // always uses none; evaluation may apply one to a trained model (posenc eval
   // --rope-scaling), which has no parameters to change.

@@ -32,7 +32,7 @@ class CopeBias(nn.Module):
     @classmethod
     def from_registry(cls, name, num_heads, head_dim, causal, defaults):
         """The module the C++ registry builds for `name`, at the catalog's defaults."""
-        return cls(num_heads, head_dim, causal=causal)
+        return cls(num_heads, head_dim, npos_max=defaults["cope_npos"], causal=causal)
 
     def __init__(self, num_heads, head_dim, *, npos_max=64, causal=True):
         super().__init__()

@@ -42,7 +42,8 @@ class DebertaRelative(nn.Module):
     @classmethod
     def from_registry(cls, name, num_heads, head_dim, causal, defaults):
         """The module the C++ registry builds for `name`, at the catalog's defaults."""
-        return cls(num_heads, head_dim, init_std=defaults["init_std"])
+        return cls(num_heads, head_dim, position_buckets=defaults["deberta_position_buckets"],
+                   max_relative_positions=defaults["deberta_max_relative_positions"], init_std=defaults["init_std"])
 
     def __init__(self, num_heads, head_dim, *, model_dim=0, position_buckets=256, max_relative_positions=512,
                  pos_att_type=("p2c", "c2p"), share_att_key=False, norm_rel_ebd=True, layer_norm_eps=1e-7,
