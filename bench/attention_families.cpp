@@ -170,7 +170,12 @@ const std::vector<AttentionFamily>& attention_families() {
       {"alibi", ours_alibi, eager_alibi, kT}, {"t5", ours_t5, eager_t5, kT},
       {"shaw", ours_shaw, eager_shaw, kT},   {"2d-relative", ours_2d, eager_2d, kGrid * kGrid},
   };
-  return f;
+  static const std::vector<AttentionFamily> all = [] {
+    std::vector<AttentionFamily> r = f;
+    r.insert(r.end(), newer_attention_families().begin(), newer_attention_families().end());
+    return r;
+  }();
+  return all;
 }
 
 void require_grad(bool on) {
@@ -180,9 +185,11 @@ void require_grad(bool on) {
     t->requires_grad_(on);
     t->mutable_grad() = at::Tensor();
   }
+  newer_require_grad(on);
 }
 
 std::vector<at::Tensor> family_gradients(const AttentionFamily& family) {
+  if (family.parity) return newer_family_gradients(family);
   const Inputs& in = inputs();
   const std::string name = family.name;
   std::vector<at::Tensor> g = name == "2d-relative" ? std::vector<at::Tensor>{in.q2.grad(), in.k2.grad(), in.v2.grad()}
