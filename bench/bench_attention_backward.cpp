@@ -33,6 +33,7 @@
 
 #include "attention_families.h"
 #include "bench_report.h"
+namespace posenc::bench { void diag_all(); }
 
 namespace {
 
@@ -44,7 +45,7 @@ using posenc::bench::kH;
 constexpr int kRepetitions = 3;
 constexpr double kSpeedTarget = 2.0;
 
-const std::vector<AttentionFamily>& families() { return posenc::bench::attention_families(); }
+const std::vector<AttentionFamily>& families() { return posenc::bench::newer_attention_families(); }  // TEMP
 
 // The gradient fed to out: fixed per output shape.
 const at::Tensor& grad_for(const at::Tensor& out) {
@@ -67,6 +68,7 @@ void step(at::Tensor (*forward)()) {
 // Correctness first: every gradient against eager's, relative to its largest
 // entry (float32 sums of 2048 terms in different orders: a few 1e-6).
 bool check_gradients() {
+  posenc::bench::diag_all();
   constexpr double kTol = 1e-4;
   bool ok = true;
   for (const AttentionFamily& f : families()) {
@@ -81,6 +83,7 @@ bool check_gradients() {
     for (size_t n = 0; n < got.size(); ++n) {
       const double scale = std::max(want[n].abs().max().item<double>(), 1e-30);
       worst = std::max(worst, (got[n] - want[n]).abs().max().item<double>() / scale);
+      std::printf("  TEMP %zu: max|eager| %.3g max|ours| %.3g maxdiff %.3g\n", n, scale, got[n].abs().max().item<double>(), (got[n] - want[n]).abs().max().item<double>());
     }
     std::printf("max |ours - eager| / max |eager| over the %zu gradients %-12s %.2e (tol %.0e)\n", got.size(),
                 f.name, worst, kTol);
