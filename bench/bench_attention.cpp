@@ -27,7 +27,6 @@
 
 #include "attention_families.h"
 #include "bench_report.h"
-namespace posenc::bench { void diag_dpb(); }
 
 namespace {
 
@@ -47,15 +46,16 @@ const std::vector<AttentionFamily>& families() { return posenc::bench::attention
 
 // Correctness first: every family against the eager float32 composition. Both
 // sum 2048 float32 products per output with different orders and softmax
-// rescalings: differences of a few 1e-6 on outputs of size ~1.
+// rescalings: differences of a few 1e-6 on outputs of size ~1 (a family's own
+// tolerance where eager's float32 is measured to err more, with its reason).
 bool check_results() {
-  posenc::bench::diag_dpb();
   constexpr double kTol = 2e-5;
   bool ok = true;
   for (const AttentionFamily& f : families()) {
+    const double tol = f.forward_tol > 0 ? f.forward_tol : kTol;
     const double err = (f.ours() - f.eager()).abs().max().item<double>();
-    std::printf("max |ours - eager| %-12s %.2e (tol %.0e)\n", f.name, err, kTol);
-    ok = ok && err <= kTol;
+    std::printf("max |ours - eager| %-12s %.2e (tol %.0e)\n", f.name, err, tol);
+    ok = ok && err <= tol;
   }
   return ok;
 }

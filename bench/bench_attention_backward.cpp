@@ -33,7 +33,6 @@
 
 #include "attention_families.h"
 #include "bench_report.h"
-namespace posenc::bench { void diag_all(); }
 
 namespace {
 
@@ -45,7 +44,7 @@ using posenc::bench::kH;
 constexpr int kRepetitions = 3;
 constexpr double kSpeedTarget = 2.0;
 
-const std::vector<AttentionFamily>& families() { return posenc::bench::newer_attention_families(); }  // TEMP
+const std::vector<AttentionFamily>& families() { return posenc::bench::attention_families(); }
 
 // The gradient fed to out: fixed per output shape.
 const at::Tensor& grad_for(const at::Tensor& out) {
@@ -66,12 +65,14 @@ void step(at::Tensor (*forward)()) {
 }
 
 // Correctness first: every gradient against eager's, relative to its largest
-// entry (float32 sums of 2048 terms in different orders: a few 1e-6).
+// entry (float32 sums of 2048 terms in different orders: a few 1e-6; a
+// family's own tolerance where eager's float32 is measured to err more, with
+// its reason).
 bool check_gradients() {
-  posenc::bench::diag_all();
   constexpr double kTol = 1e-4;
   bool ok = true;
   for (const AttentionFamily& f : families()) {
+    const double tol = f.gradient_tol > 0 ? f.gradient_tol : kTol;
     std::vector<at::Tensor> got, want;
     for (auto [side, fn] : {std::pair{&got, f.ours}, std::pair{&want, f.eager}}) {
       const at::Tensor out = fn();
@@ -83,11 +84,10 @@ bool check_gradients() {
     for (size_t n = 0; n < got.size(); ++n) {
       const double scale = std::max(want[n].abs().max().item<double>(), 1e-30);
       worst = std::max(worst, (got[n] - want[n]).abs().max().item<double>() / scale);
-      std::printf("  TEMP %zu: max|eager| %.3g max|ours| %.3g maxdiff %.3g\n", n, scale, got[n].abs().max().item<double>(), (got[n] - want[n]).abs().max().item<double>());
     }
     std::printf("max |ours - eager| / max |eager| over the %zu gradients %-12s %.2e (tol %.0e)\n", got.size(),
-                f.name, worst, kTol);
-    ok = ok && worst <= kTol;
+                f.name, worst, tol);
+    ok = ok && worst <= tol;
   }
   return ok;
 }
