@@ -47,5 +47,14 @@ TEST(ExperimentPlans, FamiliesTheModelCannotTakeAreLeftOut) {
   EXPECT_EQ(std::count(all.begin(), all.end(), "alibi"), 1);
 }
 
+TEST(ExperimentPlans, ExtrapolationRunsNoPEOnceAsNone) {
+  // In a decoder nope and none build the same model; the suite runs it once.
+  const std::vector<std::string>& e = extrapolation_plan(false).encodings;
+  EXPECT_EQ(std::count(e.begin(), e.end(), "none"), 1);
+  EXPECT_EQ(std::count(e.begin(), e.end(), "nope"), 0);
+  EXPECT_EQ(std::count(e.begin(), e.end(), "fire"), 1);
+  EXPECT_EQ(std::count(e.begin(), e.end(), "cope"), 1);
+}
+
 }  // namespace
 }  // namespace posenc::nn::test
