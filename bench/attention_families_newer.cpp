@@ -82,9 +82,6 @@ Newer& newer() {
     r.deberta = nn::DebertaRelative(nn::DebertaRelativeOptions(kH, kDh));  // DeBERTa-v3's 256 buckets over 512
     {
       at::NoGradGuard no_grad;
-      // L = 512 * 0.999 is no integer position: at i' = L, max(L, i') has no
-      // derivative and torch's maximum gives each branch half, posenc the position.
-      r.fire->L_multiplier().fill_(0.999);
       // The authors start e at 0, which would make the term vanish and the check blind to it.
       r.cope->e().normal_(0.0, 1.0 / std::sqrt(double(kDh)));
     }

@@ -145,12 +145,15 @@ void fire_tile_backward(const FireParams<T>& p, int64_t head, int64_t row0, int6
       dw2[k] += s_relu, out.b1[k] += s_ga, out.w1[k] += s_gax;
     }
     out.b2[head] += sum_g;
-    // dx/dc = (dpsi(d) - x m / (1 + c m)) / D and dx/dL = -x c / ((1 + c L) D) when L > i'.
+    // dx/dc = (dpsi(d) - x m / (1 + c m)) / D and dx/dL = -x c / ((1 + c L) D) when L > i'. At a tie
+    // L = i' (L starts at 512 exactly) half of it, as torch.max in the authors' code splits it.
     T s1 = 0, s2 = 0;
     for (int64_t n = 0; n < nn; ++n) s1 += gx[n] * dr[-n], s2 += gx[n] * x[n];
     const double id = static_cast<double>(inv);
     *out.c += id * (static_cast<double>(s1) - m / (1.0 + cd * m) * static_cast<double>(s2));
-    if (L > static_cast<double>(ip)) *out.threshold -= id * cd / (1.0 + cd * L) * static_cast<double>(s2);
+    const double row = static_cast<double>(ip);
+    const double share = L > row ? 1.0 : L == row ? 0.5 : 0.0;
+    if (share > 0) *out.threshold -= share * id * cd / (1.0 + cd * L) * static_cast<double>(s2);
   }
 }
 

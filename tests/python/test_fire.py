@@ -50,6 +50,28 @@ def test_op_matches_the_paper(q_len, k_len):
     torch.testing.assert_close(got32.double(), plain_bias(*p32, q_len, k_len), rtol=0, atol=5e-6)
 
 
+def torch_max_bias(w1, b1, w2, b2, c, L, q_len, k_len):
+    """The authors' form in float64 torch ops: psi(d) / psi(torch.max(L, i')), whose autograd splits the
+    gradient evenly between L and i' where they tie."""
+    query = torch.arange(q_len, dtype=torch.float64).unsqueeze(1) + (k_len - q_len)
+    d = (query - torch.arange(k_len, dtype=torch.float64)).clamp(min=0)
+    x = torch.log(c * d + 1) / torch.log(c * torch.maximum(L, query) + 1)
+    hidden = torch.relu(x.unsqueeze(-1) * w1 + b1)
+    out = (hidden @ w2.t() + b2).permute(2, 0, 1)
+    return out.masked_fill((query < torch.arange(k_len)).unsqueeze(0), 0.0)
+
+
+def test_threshold_gradient_at_a_tie_is_torch_max_s():
+    # L = 6 exactly is the key position of query 3 (as L = 512 at init is at T > 512): L gets half there.
+    p = [t.requires_grad_() for t in params(heads=2, hidden=4, c=0.7, L=6.0, seed=1)]
+    ref = [t.detach().clone().requires_grad_() for t in p]
+    g = torch.randn(2, 8, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    fire_bias(*p, 8, 10).backward(g)
+    torch_max_bias(*ref, 8, 10).backward(g)
+    for name, a, b in zip(["w1", "b1", "w2", "b2", "c", "L"], p, ref):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-13, msg=name)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("L", [2.5, 30.0])  # below some queries (max picks i') and above all of them
 def test_gradcheck(seed, L):
