@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "allocation_policy.h"
 #include "analyze_command.h"
 #include "check_command.h"
 #include "posenc/kernels/build_info.h"
@@ -81,6 +82,7 @@ std::string torch_out_of_memory(std::string_view command, std::string_view messa
 int main(int argc, char** argv) {
   if (posenc::cli::is_text_command(argc, argv)) return report_error(posenc::cli::run_text_tool(argv), 1);
   posenc::cli::remove_partial_files_on_signals();
+  posenc::cli::keep_freed_memory_for_reuse();
   CLI::App app{"posenc: positional encodings for transformers", "posenc"};
   app.require_subcommand(1);
   // The version and what the kernels were compiled for (a speed figure depends on it).
