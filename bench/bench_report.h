@@ -36,10 +36,14 @@ double paired_ratio(const std::function<void()>& base, const std::function<void(
 int64_t peak_extra_bytes(const std::function<void()>& f);
 
 // Prints which BLAS libtorch resolved and its float32 GEMM rate, measured now.
+// When OpenBLAS runs kernels without AVX-512 on a CPU that has it (its own
+// choice, or OPENBLAS_CORETYPE in the environment), first starts the benchmark
+// again (execv of /proc/self/exe with argv) with OPENBLAS_CORETYPE=SkylakeX:
+// posenc's kernels use AVX-512 there, so the eager baseline must too.
 // Returns 3 (the "below target" exit code) with the reason printed when it is
 // netlib's reference BLAS: a ratio against a baseline 20-50x slower than what
 // any user runs would mean nothing. Returns 0 otherwise.
-int check_baseline_blas();
+int check_baseline_blas(char** argv);
 // The float32 GEMM rate check_baseline_blas measured (GFLOP/s; 0 before it ran).
 double baseline_gemm_gflops();
 

@@ -4,7 +4,9 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "posenc/kernels/build_info.h"
 #include "posenc/nn/runtime_info.h"
@@ -32,7 +34,8 @@ void DoctorCommand::run() const {
             << "torch       " << nn::torch_version() << ", " << at::get_num_threads() << " threads; posenc kernels "
             << omp_get_max_threads() << " OpenMP threads\n"
             << "cores       " << kernels::available_cores() << " available to this process (CPU affinity)\n"
-            << "BLAS        " << blas.kind << (blas.library.empty() ? "" : ": " + blas.library) << '\n'
+            << "BLAS        " << blas.kind << (blas.core.empty() ? "" : ", " + blas.core + " kernels")
+            << (blas.library.empty() ? "" : ": " + blas.library) << '\n'
             << "GEMM        " << rate << " (float32, 1024 x 1024 x 1024, " << seconds_ << " s; libtorch "
             << at::get_num_threads() << " threads"
             << (blas_threads > 0 ? ", OpenBLAS " + std::to_string(blas_threads) + " threads" : "")
@@ -42,6 +45,15 @@ void DoctorCommand::run() const {
     std::cerr << "posenc: warning: libtorch runs on netlib's reference BLAS, 20-50x slower than OpenBLAS: no speed "
                  "figure measured here compares with anything; install it (apt-get install libopenblas0-openmp, "
                  "or bash scripts/setup.sh)\n";
+  }
+  if (blas.avx512_unused) {
+    const char* pinned = std::getenv("OPENBLAS_CORETYPE");
+    std::cout.flush();
+    std::cerr << "posenc: note: OpenBLAS runs its " << blas.core << " kernels (no AVX-512) on this AVX-512 CPU"
+              << (pinned != nullptr ? std::string(", as OPENBLAS_CORETYPE=") + pinned + " in the environment asks" : "")
+              << "; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels (compare: OPENBLAS_CORETYPE=SkylakeX "
+                 "posenc doctor; results differ in the last bits). The benchmarks run their eager baselines on "
+                 "them.\n";
   }
 }
 

@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include <chrono>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <string>
@@ -44,6 +45,19 @@ std::string loaded_blas() {
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
+// A function of the BLAS library at `library` (the one providing sgemm_), looked up in that library itself:
+// another BLAS can be loaded beside it (LAPACK's), and RTLD_LOCAL hides both from RTLD_DEFAULT. Null if none.
+void* blas_symbol(const std::string& library, const char* name) {
+  void* handle = library.empty() ? nullptr : ::dlopen(library.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  return handle != nullptr ? ::dlsym(handle, name) : nullptr;
+}
+
+// OpenBLAS's kernel sets with AVX-512 (Kernel/x86_64 targets SKYLAKEX, COOPERLAKE, SAPPHIRERAPIDS).
+bool avx512_core(std::string core) {
+  for (char& c : core) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return contains(core, "skylakex") || contains(core, "cooperlake") || contains(core, "sapphirerapids");
+}
+
 }  // namespace
 
 BlasInfo blas_info() {
@@ -68,6 +82,13 @@ BlasInfo blas_info() {
   } else {
     b.kind = "unknown";
   }
+  using CoreName = char* (*)();
+  auto* corename = reinterpret_cast<CoreName>(blas_symbol(b.library, "openblas_get_corename"));
+  if (contains(b.kind, "OpenBLAS") && corename != nullptr) {
+    const char* name = corename();
+    b.core = name != nullptr ? name : "";
+    b.avx512_unused = !b.core.empty() && !avx512_core(b.core) && __builtin_cpu_supports("avx512f");
+  }
   return b;
 }
 
@@ -91,13 +112,7 @@ double gemm_gflops(double seconds) {
 
 int blas_threads() {
   using Getter = int (*)();
-  auto* get = reinterpret_cast<Getter>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  if (get == nullptr) {
-    // Hidden from RTLD_DEFAULT when libtorch was loaded RTLD_LOCAL: ask the loaded BLAS itself.
-    const std::string path = loaded_blas();
-    void* handle = path.empty() ? nullptr : ::dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    if (handle != nullptr) get = reinterpret_cast<Getter>(::dlsym(handle, "openblas_get_num_threads"));
-  }
+  auto* get = reinterpret_cast<Getter>(blas_symbol(blas_info().library, "openblas_get_num_threads"));
   return get != nullptr ? get() : 0;
 }
 

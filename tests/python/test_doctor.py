@@ -1,5 +1,6 @@
-"""posenc doctor says what a speed figure depends on, the benchmarks refuse a
-ratio against netlib's reference BLAS, and training never starts more threads
+"""posenc doctor says what a speed figure depends on (OpenBLAS's kernel set
+too), the benchmarks refuse a ratio against netlib's reference BLAS and run
+their baseline on OpenBLAS's AVX-512 kernels where the CPU has AVX-512, and training never starts more threads
 than the process has cores.
 
 The expectations come from outside posenc: the alternatives link Debian
@@ -74,6 +75,55 @@ def test_a_benchmark_refuses_a_ratio_against_the_reference_blas(reference_blas):
     assert r.returncode == 3
     assert r.stdout.splitlines()[-1].startswith("NO RATIO: libtorch runs on netlib's reference BLAS")
     assert "BM_" not in r.stdout  # nothing was timed
+
+
+def cpu_has_avx512():
+    """From the kernel's own flags, not from posenc."""
+    flags = next(l for l in pathlib.Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("flags"))
+    return "avx512f" in flags.split()
+
+
+@pytest.fixture
+def openblas():
+    if "OpenBLAS" not in lines(run("doctor", "--seconds", "0.1").stdout)["BLAS"]:
+        pytest.skip("libtorch does not run on OpenBLAS here")
+
+
+def test_doctor_names_openblas_kernels_and_notes_unused_avx512(openblas):
+    # OPENBLAS_CORETYPE is OpenBLAS's own switch: it names the kernels doctor must report.
+    r = run("doctor", "--seconds", "0.1", env={"OPENBLAS_CORETYPE": "Haswell"})
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(r"OpenBLAS \((OpenMP|pthread|serial)\), Haswell kernels: \S+", lines(r.stdout)["BLAS"])
+    note = ("posenc: note: OpenBLAS runs its Haswell kernels (no AVX-512) on this AVX-512 CPU, as "
+            "OPENBLAS_CORETYPE=Haswell in the environment asks; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 "
+            "kernels (compare: OPENBLAS_CORETYPE=SkylakeX posenc doctor; results differ in the last bits). The "
+            "benchmarks run their eager baselines on them.\n")
+    assert r.stderr == (note if cpu_has_avx512() else "")
+    if cpu_has_avx512():
+        r = run("doctor", "--seconds", "0.1", env={"OPENBLAS_CORETYPE": "SkylakeX"})
+        assert ", SkylakeX kernels: " in lines(r.stdout)["BLAS"]
+        assert r.stderr == ""
+
+
+def test_a_benchmark_runs_its_baseline_on_the_avx512_kernels(openblas):
+    """posenc's kernels use AVX-512 where the CPU has it, so the eager baseline must too, whatever
+    OPENBLAS_CORETYPE the environment pins."""
+    def baseline_lines(coretype):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        r = subprocess.run([str(BIN / "bench_sinusoidal"), "--benchmark_filter=^$"], capture_output=True,
+                           text=True, timeout=300, env={**env, "OPENBLAS_CORETYPE": coretype})
+        return [l for l in r.stdout.splitlines() if l.startswith("baseline BLAS:")]
+
+    pinned = baseline_lines("Haswell")
+    if not cpu_has_avx512():
+        assert len(pinned) == 1 and ", Haswell kernels (" in pinned[0], pinned
+        return
+    assert len(pinned) == 2, pinned
+    assert pinned[0] == ("baseline BLAS: OpenBLAS took its Haswell kernels (no AVX-512) on this AVX-512 CPU, as "
+                         "OPENBLAS_CORETYPE=Haswell asked; starting again with OPENBLAS_CORETYPE=SkylakeX")
+    assert ", SkylakeX kernels (" in pinned[1]
+    already = baseline_lines("SkylakeX")
+    assert len(already) == 1 and ", SkylakeX kernels (" in already[0], already
 
 
 def test_doctor_refuses_a_bad_duration():

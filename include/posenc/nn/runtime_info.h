@@ -14,6 +14,12 @@ struct BlasInfo {
   std::string library;  // the resolved file, e.g. /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3
   std::string kind;     // "OpenBLAS (pthread)", "OpenBLAS (OpenMP)", "reference BLAS (netlib)", "unknown"
   bool reference = false;  // netlib's reference implementation: no speed ratio against it is meaningful
+  // OpenBLAS's kernel set (openblas_get_corename(), e.g. "Haswell", "SkylakeX"); "" for another BLAS.
+  std::string core;
+  // OpenBLAS runs kernels without AVX-512 on a CPU that has it (OPENBLAS_CORETYPE=Haswell in the
+  // environment, or an OpenBLAS that does not know the CPU): its float32 GEMM then runs at about half the
+  // rate of its AVX-512 kernels, which OPENBLAS_CORETYPE=SkylakeX selects when set before the process starts.
+  bool avx512_unused = false;
 };
 
 // The BLAS that provides sgemm_ to libtorch in this process.
