@@ -196,29 +196,19 @@ at::Tensor fused(const AttentionTerms& terms, double scale = kScale) {
   return std::get<0>(ops::attention_fused(newer().q, newer().k, newer().v, terms, call));
 }
 
-at::Tensor ours_kerple() {
+// The module's terms for a T x T float call.
+AttentionTerms terms_of(auto module) {  // a module holder: a shared pointer
   AttentionTerms terms;
-  newer().kerple->add_terms(terms, kT, kT, at::kFloat);
-  return fused(terms);
+  module->add_terms(terms, kT, kT, at::kFloat);
+  return terms;
 }
-at::Tensor ours_dpb() {
-  AttentionTerms terms;
-  newer().dpb->add_terms(terms, kT, kT, at::kFloat);
-  return fused(terms);
-}
-at::Tensor ours_fire() {
-  AttentionTerms terms;
-  newer().fire->add_terms(terms, kT, kT, at::kFloat);  // the per-tile term and the causal mask
-  return fused(terms);
-}
-at::Tensor ours_cope() {
-  AttentionTerms terms;
-  newer().cope->add_terms(terms, kT, kT, at::kFloat);
-  return fused(terms);
-}
+
+at::Tensor ours_kerple() { return fused(terms_of(newer().kerple)); }
+at::Tensor ours_dpb() { return fused(terms_of(newer().dpb)); }
+at::Tensor ours_fire() { return fused(terms_of(newer().fire)); }  // the per-tile term and the causal mask
+at::Tensor ours_cope() { return fused(terms_of(newer().cope)); }
 at::Tensor ours_deberta() {
-  AttentionTerms terms;
-  newer().deberta->add_terms(terms, kT, kT, at::kFloat);  // rel_k, rel_q, rel_index, scale_factor 3
+  const AttentionTerms terms = terms_of(newer().deberta);  // rel_k, rel_q, rel_index, scale_factor 3
   return fused(terms, 1.0 / std::sqrt(double(kDh) * terms.scale_factor));
 }
 
