@@ -13,9 +13,9 @@
 //   large  dim 256, T 512, batch 8  (4096 tokens per step)   target: >= 1.5x
 // Napkin math, large: 12 dim^2 weights x 4 layers = 3.1 M, x 4096 tokens x 6
 // (forward + backward) = 77 GFLOP in the projections and FFN, the same GEMMs
-// on both sides; attention 4 layers x 3 x 2 products x 2*B*H*T^2*Dh = 6 GFLOP,
-// where eager also writes and reads the (B, H, T, T) logits, softmax and
-// their gradients. Encodings: none; sinusoidal (input, a double-precision
+// on both sides; attention 4 layers x 6 products x 2*B*H*T^2*Dh = 26 GFLOP
+// (ours 30: backward recomputes Q K^T), where eager also writes and reads the
+// (B, H, T, T) logits, softmax and their gradients. Encodings: none; sinusoidal (input, a double-precision
 // buffer); rope (half layout, angles in double); alibi (a (H, T, T) bias
 // built once); t5 (HF buckets, bidirectional, 32 / 128, the table gathered to
 // (H, T, T) per step); shaw (K = 16, key and value tables gathered to
