@@ -14,6 +14,8 @@
 #include <map>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/directory_lock.h"
@@ -28,11 +30,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A corpus directory from a posenc whose fine-tuning tasks had another layout
+// (format 1: definition passages without delimiters) is refused: the finished
+// runs beside it were fine-tuned on it, and new ones must not be mixed in.
+void require_current_tasks(const fs::path& dir) {
+  constexpr const char* kTaskFormat = "posenc-task-2";
+  std::error_code ec;
+  for (const fs::directory_entry& task : fs::directory_iterator(dir / "tasks", ec)) {
+    const fs::path meta = task.path() / "task.json";
+    std::string format;
+    try {
+      format = nlohmann::json::parse(io::read_regular_file("experiment", meta.string())).value("format", "");
+    } catch (const nlohmann::json::exception&) {
+      fail_runtime("experiment", meta.string(), ": not a posenc corpus task description");
+    }
+    if (format != kTaskFormat) {
+      fail_runtime("experiment", meta.string(), ": task format '", format, "', this posenc writes '", kTaskFormat,
+                   "'; the runs in ", dir.parent_path().string(), " were fine-tuned on the older tasks: use a new --out");
+    }
+  }
+}
+
 // The corpus for the suite, written by posenc-text beside this executable
 // (the tokenizer cannot share a process with libtorch). Skipped when present.
 void prepare_corpus(const fs::path& dir, const std::string& sources, bool quick, int64_t vocab_size,
                     const std::string& root) {
-  if (fs::exists(dir / "corpus.json")) return;
+  if (fs::exists(dir / "corpus.json")) return require_current_tasks(dir);
   const fs::path tool = own_executable("experiment").parent_path() / "posenc-text";
   const std::string vocab = std::to_string(vocab_size > 0 ? vocab_size : quick ? 1000 : 8000);
   const std::string out = dir.string(), cache = (dir.parent_path() / "tokenizer").string();

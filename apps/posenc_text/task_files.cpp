@@ -50,7 +50,7 @@ void write_task_files(const std::filesystem::path& dir, const text::TaskDataset&
     unused[name] = s.unused_documents;
   }
   nlohmann::ordered_json j;
-  j["format"] = "posenc-task-1";
+  j["format"] = "posenc-task-2";  // 2: definition entries delimited by sep and eos
   j["task"] = task.name;
   j["kind"] = std::string(text::task_kind_name(task.kind));
   j["source"] = task.source;
@@ -62,7 +62,7 @@ void write_task_files(const std::filesystem::path& dir, const text::TaskDataset&
   if (task.kind == text::TaskKind::kSpan) j["unused_documents"] = unused;
   j["pad_id"] = text::kPadId;
   j["bos_id"] = text::kBosId;
-  if (task.kind == text::TaskKind::kSpan) j["sep_id"] = text::kSepId;
+  if (task.kind == text::TaskKind::kSpan) j["sep_id"] = text::kSepId, j["eos_id"] = text::kEosId;
   io::write_file_atomically("corpus", (dir / "task.json").string(), j.dump(2) + "\n");
 }
 

@@ -87,7 +87,7 @@ void emit_passage(TaskSplit& s, const std::vector<Entry>& passage, const std::ve
   // Lower the definition cap until the row fits; at cap 1 it always does (options checked).
   const auto row_length = [&](size_t cap) {
     size_t n = 2 + q.size();
-    for (const Entry& e : passage) n += e.headword.size() + std::min(e.definition.size(), cap);
+    for (const Entry& e : passage) n += e.headword.size() + std::min(e.definition.size(), cap) + 2;
     return n;
   };
   size_t cap = static_cast<size_t>(o.definition_tokens);
@@ -100,7 +100,10 @@ void emit_passage(TaskSplit& s, const std::vector<Entry>& passage, const std::ve
   s.tokens.push_back(kSepId);
   for (size_t k = 0; k < passage.size(); ++k) {
     const Entry& e = passage[k];
+    // Delimited as a printed dictionary is: the span is then found by matching the query and by position,
+    // not by guessing where a headword ends in running text.
     s.tokens.insert(s.tokens.end(), e.headword.begin(), e.headword.end());
+    s.tokens.push_back(kSepId);
     const size_t kept = std::min(e.definition.size(), cap);
     if (k == query) {
       const auto start = static_cast<int32_t>(s.tokens.size() - row_start);
@@ -108,6 +111,7 @@ void emit_passage(TaskSplit& s, const std::vector<Entry>& passage, const std::ve
       s.labels.push_back(start + static_cast<int32_t>(kept) - 1);
     }
     s.tokens.insert(s.tokens.end(), e.definition.begin(), e.definition.begin() + static_cast<std::ptrdiff_t>(kept));
+    s.tokens.push_back(kEosId);
     s.documents.push_back(e.document);
   }
   s.tokens.resize(row_start + static_cast<size_t>(o.seq_len), kPadId);
@@ -203,9 +207,9 @@ TaskDataset definition_task(const std::vector<Document>& documents, const Tokeni
   require(o.headword_tokens >= 1, kOp, "task 'definition': headword_tokens must be >= 1, got ", o.headword_tokens);
   require(o.definition_tokens >= 1, kOp, "task 'definition': definition_tokens must be >= 1, got ",
           o.definition_tokens);
-  const int64_t least = 2 + o.headword_tokens + o.entries * (o.headword_tokens + 1);
+  const int64_t least = 2 + o.headword_tokens + o.entries * (o.headword_tokens + 3);
   require(o.seq_len >= least, kOp, "task 'definition': seq_len must be >= ", least,
-          " (bos, sep, the query and every entry with one definition token), got ", o.seq_len);
+          " (bos, sep, the query and every entry with sep, one definition token and eos), got ", o.seq_len);
   TaskDataset task;
   task.name = "definition";
   task.kind = TaskKind::kSpan;

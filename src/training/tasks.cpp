@@ -64,6 +64,7 @@ void check_logits(const at::Tensor& logits, const char* name, std::vector<int64_
 }
 
 constexpr const char* kTextFormat = "posenc-text-ids-1";
+constexpr const char* kTaskFormat = "posenc-task-2";  // posenc corpus --out's DIR/tasks/NAME/task.json
 constexpr const char* kSplitNames[] = {"train", "validation", "test"};
 
 }  // namespace
@@ -161,13 +162,20 @@ struct Task::LabelledData {
     }
     auto data = std::make_shared<LabelledData>();
     nlohmann::json meta;
+    std::string format;
     try {
       meta = nlohmann::json::parse(io::read_regular_file("task", meta_path));
+      format = meta.value("format", std::string());
       data->kind = meta.at("kind").get<std::string>();
       data->seq_len = meta.at("seq_len").get<int64_t>();
       if (data->kind == "classification") data->classes = meta.at("classes").get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception&) {
-      fail_runtime(kOp, meta_path, ": not a posenc corpus task description (kind, seq_len, classes)");
+      fail_runtime(kOp, meta_path, ": not a posenc corpus task description (format, kind, seq_len, classes)");
+    }
+    // Format 1 wrote definition passages without delimiters; its rows are not what this posenc documents.
+    if (format != kTaskFormat) {
+      fail_runtime(kOp, meta_path, ": task format must be '", kTaskFormat, "', got '", format,
+                   "' (written by an older posenc corpus --out; write the directory again)");
     }
     if (data->kind != "classification" && data->kind != "span") {
       fail_runtime(kOp, meta_path, ": kind must be 'classification' or 'span', got '", data->kind, "'");

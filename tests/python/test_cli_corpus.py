@@ -295,7 +295,8 @@ def test_out_writes_labelled_task_datasets(tree, tmp_path):
 
     meta, arrays = load_task(data, "definition")
     assert list(meta) == ["format", "task", "kind", "source", "seq_len", "description", "examples", "truncated",
-                          "unused_documents", "pad_id", "bos_id", "sep_id"]
+                          "unused_documents", "pad_id", "bos_id", "sep_id", "eos_id"]
+    assert (meta["format"], meta["sep_id"], meta["eos_id"]) == ("posenc-task-2", 5, 3)
     assert (meta["kind"], meta["source"], meta["seq_len"]) == ("span", "gcide", 128)
     for split in SPLITS:
         # The fixture's headwords are distinct: passages are the split's entries, 4 at a time, in corpus order.
@@ -310,10 +311,13 @@ def test_out_writes_labelled_task_datasets(tree, tmp_path):
             sep = list(row).index(5)
             query = row[1:sep]
             queries.add(tuple(query))
-            assert 1 <= len(query) <= 8 and 5 not in row[sep + 1:length]
-            assert sep < start <= end < length and end - start < 24
-            # The query headword stands right before its definition's span.
-            assert (row[start - len(query):start] == query).all()
+            assert 1 <= len(query) <= 8
+            assert sep < start <= end < length - 1 and end - start < 24
+            # Entries are headword, sep, definition, eos; the query's headword and a sep stand right before its
+            # definition's span, an eos right after it.
+            assert (row[start - 1 - len(query):start - 1] == query).all() and row[start - 1] == 5
+            assert row[end + 1] == 3 and 3 not in row[start:end + 1] and 5 not in row[start:end + 1]
+            assert list(row[:length]).count(3) == 4 and row[length - 1] == 3 and list(row[:length]).count(5) == 5
         assert len(queries) == len(tokens)  # one entry per document: no headword is asked twice
 
     # Same input, same bytes: a second directory from the cached tokenizer is identical file for file.

@@ -130,6 +130,13 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
     # A plan change is refused, naming the field.
     r = properties(root, out, "--steps", 60)
     assert r.returncode == 1 and "was written for another configuration" in r.stderr
+    # Tasks of an older layout (format 1: definition passages without delimiters) are refused, not mixed in.
+    meta = out / "corpus" / "tasks" / "definition" / "task.json"
+    meta.write_text(meta.read_text().replace('"posenc-task-2"', '"posenc-task-1"'))
+    r = properties(root, out)
+    assert (r.returncode, r.stderr) == (
+        1, f"posenc: [experiment] {meta}: task format 'posenc-task-1', this posenc writes 'posenc-task-2'; the runs "
+           f"in {out} were fine-tuned on the older tasks: use a new --out\n")
 
 
 def test_summary_statistics_follow_the_result_files(tmp_path):

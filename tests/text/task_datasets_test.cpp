@@ -271,9 +271,12 @@ TEST_F(TaskDatasets, DefinitionSpansPointAtTheQueryDefinition) {
       head.resize(std::min<size_t>(head.size(), 8));
       EXPECT_TRUE(std::equal(head.begin(), head.end(), row.begin() + 1));
       EXPECT_EQ(row[1 + head.size()], kSepId);
-      EXPECT_TRUE(std::equal(head.begin(), head.end(), row.begin() + start - static_cast<std::ptrdiff_t>(head.size())));
-      // The whole row from its documents: entries in order, each headword then its definition cut at the largest
-      // cap <= 24 that fits 128 tokens.
+      // In the passage the query's headword and a sep stand right before the span, an eos right after it.
+      EXPECT_EQ(row[start - 1], kSepId);
+      EXPECT_TRUE(std::equal(head.begin(), head.end(), row.begin() + start - 1 - static_cast<std::ptrdiff_t>(head.size())));
+      EXPECT_EQ(row[end + 1], kEosId);
+      // The whole row from its documents: entries in order, each headword, sep, its definition cut at the
+      // largest cap <= 24 that fits 128 tokens, eos.
       for (size_t cap = 24; cap >= 1; --cap) {
         std::vector<int32_t> expected = {kBosId};
         expected.insert(expected.end(), head.begin(), head.end());
@@ -285,8 +288,10 @@ TEST_F(TaskDatasets, DefinitionSpansPointAtTheQueryDefinition) {
           std::vector<int32_t> d = tokenizer_->encode(gcide_definition(entries[k]->text, entries[k]->label));
           d.resize(std::min(d.size(), cap));
           expected.insert(expected.end(), h.begin(), h.end());
+          expected.push_back(kSepId);
           if (k == query) expected_start = expected.size(), expected_end = expected.size() + d.size() - 1;
           expected.insert(expected.end(), d.begin(), d.end());
+          expected.push_back(kEosId);
         }
         if (expected.size() > 128) continue;
         EXPECT_EQ(std::vector<int32_t>(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(n)), expected);
@@ -400,11 +405,11 @@ TEST_F(TaskDatasets, Refusals) {
   expect_error<std::invalid_argument>([&] { lexname_task(*docs_, *tokenizer_, c); },
                                       "[corpus] task 'lexname': seq_len must be >= 2 (bos and a token), got 1");
   DefinitionTaskOptions o;
-  o.seq_len = 45;
+  o.seq_len = 53;
   expect_error<std::invalid_argument>(
       [&] { definition_task(*docs_, *tokenizer_, o); },
-      "[corpus] task 'definition': seq_len must be >= 46 (bos, sep, the query and every entry with one "
-      "definition token), got 45");
+      "[corpus] task 'definition': seq_len must be >= 54 (bos, sep, the query and every entry with sep, one "
+      "definition token and eos), got 53");
   o = {};
   o.entries = 1;
   expect_error<std::invalid_argument>([&] { definition_task(*docs_, *tokenizer_, o); },

@@ -442,8 +442,8 @@ std::filesystem::path labelled_dir(const std::string& name) {
       io::write_npy((task / (std::string(split) + ".labels.npy")).string(), labels, shape);
     }
     std::ofstream(task / "task.json") << (std::string(kind) == "cls"
-                                              ? R"({"kind": "classification", "seq_len": 8, "classes": ["a", "b", "c"]})"
-                                              : R"({"kind": "span", "seq_len": 8})");
+                                              ? R"({"format": "posenc-task-2", "kind": "classification", "seq_len": 8, "classes": ["a", "b", "c"]})"
+                                              : R"({"format": "posenc-task-2", "kind": "span", "seq_len": 8})");
   }
   return dir;
 }
@@ -510,6 +510,14 @@ TEST(LabelledTasks, RefusesWhatItCannotRead) {
   const Task task = Task::parse("text-classify", {.vocab_size = 0, .data = cls});
   expect_error([&] { task.batch(0, DataStream::kTrain, 0, 2, 16); },
                "[task] seq_len must be the data's row width (8, " + cls + "/task.json) for 'text-classify', got 16");
+  // A directory of format 1 (definition passages without delimiters) is refused, not read as if current.
+  const std::string span = (dir / "tasks/span").string();
+  std::ofstream(span + "/task.json") << R"({"format": "posenc-task-1", "kind": "span", "seq_len": 8})";
+  expect_error<std::runtime_error>(
+      [&] { Task::parse("text-span", {.vocab_size = 0, .data = span}); },
+      "[task] " + span + "/task.json: task format must be 'posenc-task-2', got 'posenc-task-1' (written by an older "
+      "posenc corpus --out; write the directory again)");
+  std::ofstream(span + "/task.json") << R"({"format": "posenc-task-2", "kind": "span", "seq_len": 8})";
   // A label outside the classes is named with its file.
   io::write_npy((dir / "tasks/span/test.labels.npy").string(), std::vector<int64_t>(10, 9), {5, 2});
   expect_error<std::runtime_error>(

@@ -14,8 +14,9 @@
 //   definition  gcide     span extraction, T = 128, passages of 4 entries:
 //                         row = [kBosId] + query headword + [kSepId] + entry_1
 //                         + ... + entry_4, pad; entry = headword tokens (at most
-//                         8) + definition tokens (at most 24, fewer when the
-//                         row would not fit T); label = (start, end), the
+//                         8) + [kSepId] + definition tokens (at most 24, fewer
+//                         when the row would not fit T) + [kEosId];
+//                         label = (start, end), the
 //                         inclusive positions of the query entry's definition.
 //
 // Passages of one split (exact rule, definition_task): documents are taken in
@@ -86,8 +87,8 @@ struct DefinitionTaskOptions {
   int64_t entries = 4;             // >= 2 per passage
   int64_t headword_tokens = 8;     // >= 1
   int64_t definition_tokens = 24;  // >= 1; lowered for a passage that would not fit seq_len
-  // seq_len must hold 2 + headword_tokens + entries * (headword_tokens + 1),
-  // so that every passage fits with at least one definition token per entry.
+  // seq_len must hold 2 + headword_tokens + entries * (headword_tokens + 3),
+  // so that every passage fits with its delimiters and one definition token per entry.
 };
 
 // The tasks, from the documents of their source (others are ignored).
