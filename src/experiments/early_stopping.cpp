@@ -10,6 +10,7 @@
 
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
+#include "posenc/training/throughput_record.h"
 
 namespace posenc::experiments {
 namespace {
@@ -93,14 +94,15 @@ StageTraining train_with_early_stopping(nn::TrainConfig config, const fs::path& 
       out.best_step = record[static_cast<size_t>(best)].step;
       out.best_score = record[static_cast<size_t>(best)].score;
       out.last_step = done;
+      const nn::RecordedTraining timing = nn::recorded_training(dir, done, config.batch * config.seq_len);
+      out.seconds = timing.seconds;
+      out.tokens = timing.steps * config.batch * config.seq_len;
       return out;
     }
     const int64_t next = done + stopping.eval_every;
     // Resume only what an earlier call started (a fresh directory would warn that it has no checkpoint).
     const bool started = fs::exists(dir / "metrics.jsonl", ec) || fs::exists(dir / "checkpoints", ec);
-    const nn::TrainResult r = nn::train(config, dir, {.resume = started, .stop_after = next}, callbacks);
-    out.seconds += r.seconds;
-    out.tokens += (r.end_step - r.start_step) * config.batch * config.seq_len;
+    nn::train(config, dir, {.resume = started, .stop_after = next}, callbacks);
     const double score = validate(checkpoint_dir(dir, next));
     record.push_back({next, score});
     io::write_file_atomically(kOp, record_path.string(), record_text(record));

@@ -18,8 +18,8 @@ struct StageTraining {
   int64_t best_step = 0;
   double best_score = 0;  // higher is better
   int64_t last_step = 0;
-  double seconds = 0;     // training in this process
-  int64_t tokens = 0;     // trained in this process
+  double seconds = 0;     // training steps 1..last_step, in every process (throughput_record.h)
+  int64_t tokens = 0;     // of those steps
 };
 
 // config: resolved or not; its checkpoint_every and keep_checkpoints are set here

@@ -11,6 +11,7 @@
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/kernels/build_info.h"
+#include "posenc/training/throughput_record.h"
 
 namespace posenc::nn {
 namespace {
@@ -242,15 +243,18 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
   if (ec) fail_runtime(kOp, dir.string(), ": cannot create the run directory: ", ec.message());
   // Resume only what an earlier process started (a fresh directory would warn that it has no checkpoint).
   const bool started = fs::exists(dir / "metrics.jsonl", ec) || fs::exists(dir / "checkpoints", ec);
-  const TrainResult trained = train(config, dir, {.resume = started}, callbacks);
+  train(config, dir, {.resume = started}, callbacks);
   const EvalReport report = evaluate(dir, lengths, eval_batches);
+  // Every process's training, not only this one's (a resumed run).
+  const RecordedTraining trained = recorded_training(dir, config.steps, config.batch * config.seq_len);
 
   RunOutcome o;
   o.name = run.name;
   o.encoding = config.encoding;
   o.seed = config.seed;
   o.train_seconds = trained.seconds;
-  o.tokens_per_second = trained.tokens_per_second;
+  o.tokens_per_second =
+      trained.seconds > 0 ? static_cast<double>(trained.steps * config.batch * config.seq_len) / trained.seconds : 0.0;
   o.lengths = report.lengths;
   for (const std::string& type : extensions) {
     o.extensions.emplace_back(type, evaluate(dir, lengths, eval_batches, {}, RopeExtension{type, std::nullopt}).lengths);

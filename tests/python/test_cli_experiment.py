@@ -5,6 +5,7 @@ run is reused, an interrupted one continues from its checkpoint to the same
 numbers), the summary and the refusals. The binary comes from $POSENC_CLI."""
 
 import json
+import math
 import shutil
 
 import pytest
@@ -61,6 +62,17 @@ def test_quick_suite_runs_resumes_and_reports(tree, tmp_path):  # noqa: F811
     assert "run 3/4 rope-s0: trained" in resumed.stdout
     again_result = json.loads((rope / "result.json").read_text())
     assert again_result["lengths"] == result["lengths"] and again_result["extensions"] == result["extensions"]
+    # Its wall time is both processes' windows of throughput.jsonl (each window's tokens over its rate): the
+    # steps before the checkpoint count too.
+    config = again_result["config"]
+    windows, previous = [], 0
+    for line in (rope / "throughput.jsonl").read_text().splitlines():
+        w = json.loads(line)
+        windows.append((w["step"], (w["step"] - previous) * config["batch"] * config["seq_len"] / w["tokens_per_s"]))
+        previous = w["step"]
+    assert previous == 20 and any(step <= 10 for step, _ in windows)
+    assert math.isclose(again_result["train_seconds"], sum(s for _, s in windows), rel_tol=1e-9)
+    assert again_result["train_seconds"] > sum(s for step, s in windows if step > 10) > 0
 
     # report: the same table, and the JSON the run wrote.
     report = run("experiment", "report", out)

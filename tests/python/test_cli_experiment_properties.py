@@ -101,6 +101,7 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
     # Interrupted inside fine-tuning (no result, the pos stage's last evaluation and checkpoint gone):
     # it resumes to the same numbers.
     run_dir = out / "runs" / "rope-s1"
+    original = json.loads((run_dir / "result.json").read_text())
     (run_dir / "result.json").unlink()
     pos = run_dir / "pos"
     record = (pos / "validation.jsonl").read_text().splitlines()
@@ -113,6 +114,12 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
     assert "run 6/6 rope-s1: trained" in resumed.stdout
     assert json.loads((out / "summary.json").read_text())["rows"] == summary["rows"]
     assert json.loads((out / "runs" / "rope-s0" / "result.json").read_text()) == before
+    # Wall time and tokens/s are every process's: the stages trained before the interruption keep theirs.
+    after = json.loads((run_dir / "result.json").read_text())
+    for old, new in zip(original["stages"], after["stages"]):
+        assert new["seconds"] > 0 and new["tokens_per_second"] > 0
+        if old["stage"] in ("pretrain", "lexname"):
+            assert (new["seconds"], new["tokens_per_second"]) == (old["seconds"], old["tokens_per_second"])
 
     # A corrupted result is said, set aside and run again; never mixed into the summary.
     (run_dir / "result.json").write_text("{ truncated")

@@ -27,6 +27,7 @@
 #include "posenc/kernels/build_info.h"
 #include "posenc/training/checkpoint.h"
 #include "posenc/training/data_parallel.h"
+#include "posenc/training/throughput_record.h"
 #include "posenc/training/trainer.h"
 #include "../nn/test_files.h"
 
@@ -223,6 +224,33 @@ void expect_same_run(const fs::path& a, const fs::path& b, const TrainConfig& c)
   EXPECT_EQ(slurp(a / last / "MANIFEST"), slurp(b / last / "MANIFEST"));
 }
 
+TEST_F(TrainingTest, RecordedTrainingSumsTheWindowsOfThroughputJsonl) {
+  const fs::path dir = root_ / "timing";
+  fs::create_directories(dir);
+  // Windows of 3 steps at 4 tokens per step: 12 tokens at 6 tokens/s = 2 s; then 12 at 4 = 3 s; a resumed
+  // process's first window (steps 6..8, 8 tokens at 8 tokens/s = 1 s); then what a resume cut stops reading.
+  std::ofstream(dir / "throughput.jsonl") << R"({"step":3,"elapsed_s":2.0,"tokens_per_s":6.0}
+{"step":6,"elapsed_s":5.0,"tokens_per_s":4.0}
+{"step":8,"elapsed_s":1.0,"tokens_per_s":8.0}
+{"step":9,"elapsed_s":1.5,"tokens_per_s":0}
+{"step":12,"elapsed_s":3.0,"tokens_per_s":4.0}
+)";
+  const RecordedTraining all = recorded_training(dir, 100, 4);
+  EXPECT_EQ(all.steps, 8);
+  EXPECT_DOUBLE_EQ(all.seconds, 6.0);
+  const RecordedTraining part = recorded_training(dir, 7, 4);
+  EXPECT_EQ(part.steps, 6);
+  EXPECT_DOUBLE_EQ(part.seconds, 5.0);
+  EXPECT_EQ(recorded_training(dir, 0, 4).steps, 0);
+  expect_error<std::invalid_argument>([&] { recorded_training(dir, -1, 4); },
+                                      "[train] up_to_step must be >= 0, got -1");
+  expect_error<std::invalid_argument>([&] { recorded_training(dir, 8, 0); },
+                                      "[train] tokens_per_step must be >= 1, got 0");
+  fs::remove(dir / "throughput.jsonl");
+  expect_error<std::runtime_error>([&] { recorded_training(dir, 8, 4); },
+                                   "[train] " + (dir / "throughput.jsonl").string() + ": cannot open: No such file or directory");
+}
+
 TEST_F(TrainingTest, InterruptedAndResumedRunIsBitIdentical) {
   const TrainConfig c = tiny_config();
   train(c, root_ / "straight");
@@ -252,6 +280,16 @@ TEST_F(TrainingTest, InterruptedAndResumedRunIsBitIdentical) {
                                              "resuming from step-00000004"});
   EXPECT_EQ(third.warnings, warned);
   expect_same_run(root_ / "straight", root_ / "corrupted", c);
+
+  // The recorded training time spans both processes: the windows tile each process's training loop, so
+  // their sum is at most the two processes' training seconds together, and it reaches the last step.
+  const int64_t tokens_per_step = c.batch * c.seq_len;
+  const RecordedTraining both = recorded_training(root_ / "resumed", c.steps, tokens_per_step);
+  EXPECT_EQ(both.steps, 14);
+  EXPECT_GT(both.seconds, 0);
+  EXPECT_LE(both.seconds, (first.seconds + second.seconds) * (1 + 1e-9));
+  // Only windows up to the step asked are counted.
+  EXPECT_EQ(recorded_training(root_ / "resumed", 13, tokens_per_step).steps, 12);
 
   // Resuming a finished run does nothing; another thread count is allowed but warned about.
   TrainConfig more_threads = c;
