@@ -34,7 +34,7 @@ void DoctorCommand::run() const {
             << "torch       " << nn::torch_version() << ", " << at::get_num_threads() << " threads; posenc kernels "
             << omp_get_max_threads() << " OpenMP threads\n"
             << "cores       " << kernels::available_cores() << " available to this process (CPU affinity)\n"
-            << "BLAS        " << blas.kind << (blas.core.empty() ? "" : ", " + blas.core + " kernels")
+            << "BLAS        " << blas.summary()
             << (blas.library.empty() ? "" : ": " + blas.library) << '\n'
             << "GEMM        " << rate << " (float32, 1024 x 1024 x 1024, " << seconds_ << " s; libtorch "
             << at::get_num_threads() << " threads"

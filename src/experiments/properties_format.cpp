@@ -3,6 +3,7 @@
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/kernels/build_info.h"
+#include "posenc/nn/runtime_info.h"
 #include "posenc/training/experiment.h"
 
 #ifndef POSENC_VERSION
@@ -75,6 +76,7 @@ std::string result_text(const PropertiesOutcome& o, int64_t order, const json& i
   j["seed"] = o.seed;
   j["posenc_version"] = POSENC_VERSION;
   j["git_revision"] = std::string(kernels::git_revision());
+  j["blas"] = nn::blas_info().summary();  // a run's bits depend on the BLAS kernels too
   ordered_json stages = ordered_json::array();
   for (const StageOutcome& s : o.stages) {
     // Pretraining's scores are masked-LM losses (perplexity exp(loss)); the tasks', accuracies.

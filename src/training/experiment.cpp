@@ -11,6 +11,7 @@
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/kernels/build_info.h"
+#include "posenc/nn/runtime_info.h"
 #include "posenc/training/throughput_record.h"
 
 namespace posenc::nn {
@@ -266,6 +267,7 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
   j["encoding"] = o.encoding;
   j["seed"] = o.seed;
   j["git_revision"] = std::string(kernels::git_revision());
+  j["blas"] = blas_info().summary();  // a run's bits depend on the BLAS kernels too
   j["train_seconds"] = o.train_seconds;
   j["tokens_per_second"] = o.tokens_per_second;
   j["checkpoint_step"] = report.step;

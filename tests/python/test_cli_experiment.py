@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from test_cli_corpus import run, tree  # noqa: F401  (the package-tree fixture)
+from test_cli_experiment_properties import blas_of_doctor
 
 
 def suite(tree_root, out, *extra):
@@ -42,6 +43,7 @@ def test_quick_suite_runs_resumes_and_reports(tree, tmp_path):  # noqa: F811
             assert cell["seeds"] == 1 and 1 < cell["perplexity_mean"] < 1000 and cell["perplexity_sd"] == 0
     result = json.loads((out / "runs" / "rope-s0" / "result.json").read_text())
     assert result["config"]["task_options"]["eval_split"] == "test" and result["checkpoint_step"] == 20
+    assert result["blas"] == blas_of_doctor()  # a run's last bits depend on the BLAS kernels too
     assert result["extensions_asked"] == ["linear", "yarn"]
     assert [e["type"] for e in result["extensions"]] == ["linear", "yarn"]
     assert result["extensions"][0]["lengths"][0]["loss"] != result["lengths"][0]["loss"]  # positions / 2 everywhere

@@ -12,6 +12,13 @@ import shutil
 from test_cli_corpus import run, tree  # noqa: F401  (the package-tree fixture)
 
 
+def blas_of_doctor():
+    doctor = run("doctor", "--seconds", 0.05)
+    assert doctor.returncode == 0, doctor.stderr
+    line = next(line for line in doctor.stdout.splitlines() if line.startswith("BLAS "))
+    return line[len("BLAS"):].strip().split(": /")[0]
+
+
 def properties(tree_root, out, *extra):
     return run("experiment", "run", "properties", "--quick", "--out", out, "--root", tree_root,
                "--vocab-size", 100, "--threads", 1, *extra)
@@ -47,6 +54,8 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
     result = json.loads((out / "runs" / "learned-s0" / "result.json").read_text())
     # The binary's commit (12 hex digits, "-dirty" with uncommitted changes) and version are recorded.
     assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", result["git_revision"]) and result["posenc_version"]
+    # And the BLAS, with OpenBLAS's kernel set: a run's last bits depend on it (posenc doctor's BLAS line).
+    assert result["blas"] == blas_of_doctor()
     assert [s["stage"] for s in result["stages"]] == ["pretrain", "lexname", "pos", "definition"]
     for stage in result["stages"]:
         # Early stopping: evaluated every 20 steps, the best checkpoint reported, never past the last step.

@@ -20,6 +20,9 @@ struct BlasInfo {
   // environment, or an OpenBLAS that does not know the CPU): its float32 GEMM then runs at about half the
   // rate of its AVX-512 kernels, which OPENBLAS_CORETYPE=SkylakeX selects when set before the process starts.
   bool avx512_unused = false;
+
+  // "OpenBLAS (OpenMP), SkylakeX kernels", or the kind alone: what results' last bits depend on.
+  std::string summary() const { return core.empty() ? kind : kind + ", " + core + " kernels"; }
 };
 
 // The BLAS that provides sgemm_ to libtorch in this process.
