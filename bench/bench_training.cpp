@@ -15,11 +15,11 @@
 // (forward + backward) = 77 GFLOP in the projections and FFN, the same GEMMs
 // on both sides; attention 4 layers x 6 products x 2*B*H*T^2*Dh = 26 GFLOP
 // (ours 30: backward recomputes Q K^T), where eager also writes and reads the
-// (B, H, T, T) logits, softmax and their gradients. Encodings: none; sinusoidal (input, a double-precision
-// buffer); rope (half layout, angles in double); alibi (a (H, T, T) bias
-// built once); t5 (HF buckets, bidirectional, 32 / 128, the table gathered to
-// (H, T, T) per step); shaw (K = 16, key and value tables gathered to
-// (T, T, Dh) per step, einsum).
+// (B, H, T, T) logits, softmax and their gradients. Encodings: none;
+// sinusoidal (input, a double-precision buffer); rope (half layout, angles in
+// double); alibi (a (H, T, T) bias built once); t5 (HF buckets,
+// bidirectional, 32 / 128, the table gathered to (H, T, T) per step); shaw
+// (K = 16, key and value tables gathered to (T, T, Dh) per step, einsum).
 //
 // Correctness first: at the small shape, given our model's weights the eager
 // model gives the same loss (within 1e-5) and gradients (within 1e-3 of the

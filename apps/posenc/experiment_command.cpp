@@ -19,6 +19,7 @@
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/directory_lock.h"
+#include "posenc/text/task_format.h"
 #include "posenc/kernels/build_info.h"
 #include "experiment_report.h"
 #include "processes.h"
@@ -34,7 +35,6 @@ namespace fs = std::filesystem;
 // (format 1: definition passages without delimiters) is refused: the finished
 // runs beside it were fine-tuned on it, and new ones must not be mixed in.
 void require_current_tasks(const fs::path& dir) {
-  constexpr const char* kTaskFormat = "posenc-task-2";
   std::error_code ec;
   for (const fs::directory_entry& task : fs::directory_iterator(dir / "tasks", ec)) {
     const fs::path meta = task.path() / "task.json";
@@ -44,8 +44,8 @@ void require_current_tasks(const fs::path& dir) {
     } catch (const nlohmann::json::exception&) {
       fail_runtime("experiment", meta.string(), ": not a posenc corpus task description");
     }
-    if (format != kTaskFormat) {
-      fail_runtime("experiment", meta.string(), ": task format '", format, "', this posenc writes '", kTaskFormat,
+    if (format != text::kTaskFormat) {
+      fail_runtime("experiment", meta.string(), ": task format '", format, "', this posenc writes '", text::kTaskFormat,
                    "'; the runs in ", dir.parent_path().string(), " were fine-tuned on the older tasks: use a new --out");
     }
   }

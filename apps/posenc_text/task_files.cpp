@@ -11,6 +11,7 @@
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/npy.h"
 #include "posenc/io/tensor_file.h"
+#include "posenc/text/task_format.h"
 
 namespace posenc::cli {
 namespace {
@@ -50,7 +51,7 @@ void write_task_files(const std::filesystem::path& dir, const text::TaskDataset&
     unused[name] = s.unused_documents;
   }
   nlohmann::ordered_json j;
-  j["format"] = "posenc-task-2";  // 2: definition entries delimited by sep and eos
+  j["format"] = text::kTaskFormat;
   j["task"] = task.name;
   j["kind"] = std::string(text::task_kind_name(task.kind));
   j["source"] = task.source;

@@ -14,6 +14,7 @@
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/npy.h"
 #include "posenc/io/tensor_file.h"
+#include "posenc/text/task_format.h"
 
 namespace posenc::nn {
 namespace {
@@ -64,7 +65,6 @@ void check_logits(const at::Tensor& logits, const char* name, std::vector<int64_
 }
 
 constexpr const char* kTextFormat = "posenc-text-ids-1";
-constexpr const char* kTaskFormat = "posenc-task-2";  // posenc corpus --out's DIR/tasks/NAME/task.json
 constexpr const char* kSplitNames[] = {"train", "validation", "test"};
 
 }  // namespace
@@ -172,9 +172,8 @@ struct Task::LabelledData {
     } catch (const nlohmann::json::exception&) {
       fail_runtime(kOp, meta_path, ": not a posenc corpus task description (format, kind, seq_len, classes)");
     }
-    // Format 1 wrote definition passages without delimiters; its rows are not what this posenc documents.
-    if (format != kTaskFormat) {
-      fail_runtime(kOp, meta_path, ": task format must be '", kTaskFormat, "', got '", format,
+    if (format != text::kTaskFormat) {
+      fail_runtime(kOp, meta_path, ": task format must be '", text::kTaskFormat, "', got '", format,
                    "' (written by an older posenc corpus --out; write the directory again)");
     }
     if (data->kind != "classification" && data->kind != "span") {
