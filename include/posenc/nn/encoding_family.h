@@ -5,9 +5,10 @@
 // encoding_parameters, the report's family sections and the Python catalog
 // are all read from encoding_families(); none keeps a list of its own.
 //
-// Adding a family: write its modules, then one descriptor in a file of
-// src/nn/families/ and one line in src/nn/families/catalog.cpp (the order of
-// `posenc encodings`).
+// Adding a family: write its module, end the module's .cpp with the
+// descriptor and its registration (src/nn/families/families.h: a rank orders
+// `posenc encodings`), and list kernel, op and module in cmake/families.cmake.
+// No list of families is edited.
 #pragma once
 
 #include "posenc/kernels/rope_scaling.h"

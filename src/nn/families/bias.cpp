@@ -6,6 +6,8 @@
 
 namespace posenc::nn::families {
 
+namespace {
+
 void add_bias(std::vector<EncodingFamily>& out) {
   EncodingFamily alibi;
   alibi.name = "alibi";
@@ -38,5 +40,9 @@ void add_bias(std::vector<EncodingFamily>& out) {
   };
   out.push_back(std::move(t5));
 }
+
+const Registration registered(40, add_bias);
+
+}  // namespace
 
 }  // namespace posenc::nn::families

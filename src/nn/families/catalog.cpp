@@ -1,5 +1,8 @@
-// The catalog: every family's descriptor in the order `posenc encodings`
-// lists them, and what is derived from the descriptors alone.
+// The catalog: the descriptors every family file registers, in the order
+// `posenc encodings` lists them, and what is derived from the descriptors alone.
+#include <c10/util/Exception.h>
+
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -10,36 +13,33 @@
 #include "posenc/nn/encoding_family.h"
 
 namespace posenc::nn {
-namespace families {
-
-// One per file of this folder, in the order `posenc encodings` lists them.
-void add_no_encoding(std::vector<EncodingFamily>& out);  // none.cpp: none, nope
-void add_input(std::vector<EncodingFamily>& out);        // input.cpp: sinusoidal, learned, learnable-sinusoidal
-void add_rotary(std::vector<EncodingFamily>& out);       // rotary.cpp: rope, p-rope, rope-xpos
-void add_bias(std::vector<EncodingFamily>& out);         // bias.cpp: alibi, t5
-void add_kerple(std::vector<EncodingFamily>& out);       // kerple.cpp: kerple, kerple-power
-void add_fire(std::vector<EncodingFamily>& out);         // fire.cpp
-void add_cope(std::vector<EncodingFamily>& out);         // cope.cpp
-void add_dpb(std::vector<EncodingFamily>& out);          // dpb.cpp
-void add_relative(std::vector<EncodingFamily>& out);     // relative.cpp: shaw, shaw-*sinusoidal, xl
-void add_deberta(std::vector<EncodingFamily>& out);      // deberta.cpp
-
-}  // namespace families
-
 namespace {
 
+struct Registered {
+  int rank;
+  families::AddFamilies add;
+};
+
+// Filled by the descriptor files' static initialisers, before any caller can ask for the catalog.
+std::vector<Registered>& registered() {
+  static std::vector<Registered> files;
+  return files;
+}
+
 std::vector<EncodingFamily> build_catalog() {
+  std::vector<Registered> files = registered();
+  std::sort(files.begin(), files.end(), [](const Registered& a, const Registered& b) { return a.rank < b.rank; });
   std::vector<EncodingFamily> out;
-  families::add_no_encoding(out);
-  families::add_input(out);
-  families::add_rotary(out);
-  families::add_bias(out);
-  families::add_kerple(out);
-  families::add_fire(out);
-  families::add_cope(out);
-  families::add_dpb(out);
-  families::add_relative(out);
-  families::add_deberta(out);
+  for (size_t i = 0; i < files.size(); ++i) {
+    TORCH_INTERNAL_ASSERT(i == 0 || files[i - 1].rank != files[i].rank, "two family files registered rank ",
+                          files[i].rank);
+    files[i].add(out);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      TORCH_INTERNAL_ASSERT(out[j].name != out[i].name, "family '", out[i].name, "' registered twice");
+    }
+  }
   return out;
 }
 
@@ -120,6 +120,8 @@ std::vector<const EncodingParameter*> encoding_training_options() {
 }
 
 namespace families {
+
+Registration::Registration(int rank, AddFamilies add) { registered().push_back({rank, add}); }
 
 EncodingParameter real(std::string name, double EncodingConfig::*field, std::string meaning, double lower,
                        bool lower_open, double upper, bool upper_open) {

@@ -1,6 +1,5 @@
-// Internal to the descriptors: the builders of parameters the family files
-// share. Each family file defines one add_*(std::vector<EncodingFamily>&)
-// that catalog.cpp declares and calls.
+// Internal to the descriptors: how a descriptor file enters the catalog, and
+// the builders of parameters the family files share.
 #pragma once
 
 #include <string>
@@ -9,6 +8,16 @@
 #include "posenc/nn/encoding_family.h"
 
 namespace posenc::nn::families {
+
+// A file that defines families registers them at load time with one
+// namespace-scope `const Registration registered(rank, add);`, so adding a
+// family edits no list. add appends the file's families; rank orders the
+// files in `posenc encodings` (ascending, each rank once; none 10, input 20,
+// query/key 30, logit bias 40-80, relative vectors 90-100).
+using AddFamilies = void (*)(std::vector<EncodingFamily>&);
+struct Registration {
+  Registration(int rank, AddFamilies add);
+};
 
 // A real setting in [lower, upper] (open ends as flagged); no upper bound by default.
 EncodingParameter real(std::string name, double EncodingConfig::*field, std::string meaning, double lower,

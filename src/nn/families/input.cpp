@@ -8,6 +8,8 @@
 
 namespace posenc::nn::families {
 
+namespace {
+
 void add_input(std::vector<EncodingFamily>& out) {
   EncodingFamily sinusoidal;
   sinusoidal.name = "sinusoidal";
@@ -49,5 +51,9 @@ void add_input(std::vector<EncodingFamily>& out) {
   };
   out.push_back(std::move(learnable));
 }
+
+const Registration registered(20, add_input);
+
+}  // namespace
 
 }  // namespace posenc::nn::families

@@ -5,6 +5,8 @@
 
 namespace posenc::nn::families {
 
+namespace {
+
 void add_no_encoding(std::vector<EncodingFamily>& out) {
   EncodingFamily none;
   none.name = "none";
@@ -25,5 +27,9 @@ void add_no_encoding(std::vector<EncodingFamily>& out) {
   nope.needs.causal_hint = "an encoder sees a bag of tokens; use 'none' for that baseline";
   out.push_back(std::move(nope));
 }
+
+const Registration registered(10, add_no_encoding);
+
+}  // namespace
 
 }  // namespace posenc::nn::families

@@ -6,6 +6,8 @@
 
 namespace posenc::nn::families {
 
+namespace {
+
 void add_relative(std::vector<EncodingFamily>& out) {
   EncodingFamily shaw;
   shaw.name = "shaw";
@@ -55,5 +57,9 @@ void add_relative(std::vector<EncodingFamily>& out) {
   };
   out.push_back(std::move(xl));
 }
+
+const Registration registered(90, add_relative);
+
+}  // namespace
 
 }  // namespace posenc::nn::families

@@ -6,6 +6,8 @@
 
 namespace posenc::nn::families {
 
+namespace {
+
 void add_rotary(std::vector<EncodingFamily>& out) {
   EncodingFamily rope;
   rope.name = "rope";
@@ -53,5 +55,9 @@ void add_rotary(std::vector<EncodingFamily>& out) {
   };
   out.push_back(std::move(xpos));
 }
+
+const Registration registered(30, add_rotary);
+
+}  // namespace
 
 }  // namespace posenc::nn::families

@@ -1,6 +1,7 @@
 // DeBERTa's disentangled attention as a relative encoding (deberta_relative.h):
 // the projected tables once per call, then either the fused attention's rel_k /
 // rel_q terms through a bucket index (add_terms) or HF's gathers (logits).
+// Ends with the family's descriptor, which registers itself (families/families.h).
 #include "posenc/nn/deberta_relative.h"
 
 #include <ATen/ATen.h>
@@ -12,6 +13,7 @@
 #include <ostream>
 #include <vector>
 
+#include "families/families.h"
 #include "op_support.h"
 #include "posenc/kernels/deberta.h"
 
@@ -138,3 +140,35 @@ void DebertaRelativeImpl::pretty_print(std::ostream& stream) const {
 }
 
 }  // namespace posenc::nn
+
+// The family's descriptor: what `posenc encodings`, the registry and the report read.
+namespace posenc::nn::families {
+namespace {
+
+void add_deberta(std::vector<EncodingFamily>& out) {
+  EncodingFamily deberta;
+  deberta.name = "deberta";
+  deberta.point = EncodingPoint::kRelativeVectors;
+  deberta.description =
+      "disentangled attention: content-to-position and position-to-content terms from LayerNorm-ed relative "
+      "embeddings projected per head, deberta_position_buckets log buckets over deberta_max_relative_positions, "
+      "logits / sqrt(3 Dh) (He et al. 2021, DeBERTa v2/v3)";
+  deberta.parameters = {
+      init_std_parameter(),
+      integer("deberta_position_buckets", &EncodingConfig::deberta_position_buckets,
+              "log buckets of the relative offsets; 0: none", 0),
+      integer("deberta_max_relative_positions", &EncodingConfig::deberta_max_relative_positions,
+              "offsets beyond it share the last bucket", 1)};
+  deberta.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
+    slots.relative = DebertaRelative(DebertaRelativeOptions(c.num_heads, c.dim / c.num_heads)
+                                       .position_buckets(c.deberta_position_buckets)
+                                       .max_relative_positions(c.deberta_max_relative_positions)
+                                       .init_std(c.init_std));
+  };
+  out.push_back(std::move(deberta));
+}
+
+const Registration registered(100, add_deberta);
+
+}  // namespace
+}  // namespace posenc::nn::families

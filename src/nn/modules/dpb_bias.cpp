@@ -3,14 +3,18 @@
 // dpb ops, whose autograd carries every parameter's gradient. The fused
 // attention gets the rows / grid; bias() spreads them to [H, Tq, Tk] for the
 // dense path only.
+// Ends with the family's descriptor, which registers itself (families/families.h).
 #include "posenc/nn/dpb_bias.h"
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <ostream>
+#include <vector>
 
+#include "families/families.h"
 #include "op_support.h"
 #include "posenc/kernels/dpb.h"
 
@@ -173,3 +177,27 @@ void ContinuousPositionBias2dImpl::pretty_print(std::ostream& stream) const {
 }
 
 }  // namespace posenc::nn
+
+// The family's descriptor: what `posenc encodings`, the registry and the report read.
+namespace posenc::nn::families {
+namespace {
+
+void add_dpb(std::vector<EncodingFamily>& out) {
+  EncodingFamily dpb;
+  dpb.name = "dpb";
+  dpb.point = EncodingPoint::kLogitBias;
+  dpb.description =
+      "learned MLP (1 -> dim/4 SiLU -> dim/4 SiLU -> heads) of the offset i - j, one bias per offset and head, "
+      "causal in the decoder (x-transformers' DynamicPositionBias; Swin V2's continuous bias in 1D)";
+  dpb.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
+    // x-transformers sizes the MLP at the model dim // 4.
+    slots.bias = DynamicPositionBias(
+        DynamicPositionBiasOptions(c.num_heads, std::max<int64_t>(c.dim / 4, 1)).causal(c.causal));
+  };
+  out.push_back(std::move(dpb));
+}
+
+const Registration registered(80, add_dpb);
+
+}  // namespace
+}  // namespace posenc::nn::families

@@ -1,6 +1,7 @@
 // The FIRE module (posenc/nn/fire_bias.h): the authors' parameters (an MLP,
 // c, and L as |L_multiplier * init_L|), handed to the attention as the
 // per-tile term, or made dense through the fire_bias op.
+// Ends with the family's descriptor, which registers itself (families/families.h).
 #include "posenc/nn/fire_bias.h"
 
 #include <ATen/ATen.h>
@@ -8,6 +9,9 @@
 #include <cmath>
 #include <limits>
 #include <ostream>
+#include <vector>
+
+#include "families/families.h"
 
 namespace posenc::nn {
 
@@ -77,3 +81,28 @@ void FireBiasImpl::pretty_print(std::ostream& stream) const {
 }
 
 }  // namespace posenc::nn
+
+// The family's descriptor: what `posenc encodings`, the registry and the report read.
+namespace posenc::nn::families {
+namespace {
+
+void add_fire(std::vector<EncodingFamily>& out) {
+  EncodingFamily fire;
+  fire.name = "fire";
+  fire.point = EncodingPoint::kLogitBias;
+  fire.description =
+      "learned MLP (1 -> 32 ReLU -> heads) of the progressively interpolated offset psi(i - j) / psi(max(L, i)), "
+      "psi(x) = log(c x + 1), c = 0.1 and L = 512 learned, computed per tile in the fused attention (Li et al. "
+      "2023, FIRE); decoders only";
+  fire.needs.causal = true;
+  fire.needs.causal_hint = "FIRE is defined for causal attention; use kerple, t5 or dpb in an encoder";
+  fire.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
+    slots.bias = FireBias(FireBiasOptions(c.num_heads).causal(true));
+  };
+  out.push_back(std::move(fire));
+}
+
+const Registration registered(60, add_fire);
+
+}  // namespace
+}  // namespace posenc::nn::families

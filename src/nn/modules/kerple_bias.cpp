@@ -1,6 +1,7 @@
 // The KERPLE module (posenc/nn/kerple_bias.h): two parameters per head, kept in
 // range by the authors' projection, and per call the offset rows of the
 // kerple_offset_bias op, whose autograd carries their gradients.
+// Ends with the family's descriptor, which registers itself (families/families.h).
 #include "posenc/nn/kerple_bias.h"
 
 #include <ATen/ATen.h>
@@ -8,7 +9,9 @@
 #include <cmath>
 #include <limits>
 #include <ostream>
+#include <vector>
 
+#include "families/families.h"
 #include "op_support.h"
 
 namespace posenc::nn {
@@ -90,3 +93,30 @@ void KerpleBiasImpl::pretty_print(std::ostream& stream) const {
 }
 
 }  // namespace posenc::nn
+
+// The family's descriptor: what `posenc encodings`, the registry and the report read.
+namespace posenc::nn::families {
+namespace {
+
+void add_kerple(std::vector<EncodingFamily>& out) {
+  for (const auto kind : {kernels::KerpleKind::kLog, kernels::KerpleKind::kPower}) {
+    const bool log = kind == kernels::KerpleKind::kLog;
+    EncodingFamily f;
+    f.name = log ? "kerple" : "kerple-power";
+    f.point = EncodingPoint::kLogitBias;
+    f.description = log ? "learned logarithmic kernel -r1_h log(1 + r2_h |i - j|), r1, r2 > 0 per head from U(0, 2), "
+                          "U(0, 1) and kept >= 0.01 (the authors' code), causal in the decoder (Chi et al. 2022, "
+                          "KERPLE)"
+                        : "learned power kernel -r1_h |i - j|^r2_h per head, r1 from U(0, 2) kept >= 0.01, r2 from "
+                          "U(0, 1) kept in [0.01, 2], causal in the decoder (Chi et al. 2022, KERPLE)";
+    f.make_attention = [kind](const EncodingConfig& c, AttentionEncodings& slots) {
+      slots.bias = KerpleBias(KerpleBiasOptions(c.num_heads).kind(kind).causal(c.causal));
+    };
+    out.push_back(std::move(f));
+  }
+}
+
+const Registration registered(50, add_kerple);
+
+}  // namespace
+}  // namespace posenc::nn::families
