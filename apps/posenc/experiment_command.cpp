@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/error.h"
+#include "posenc/experiments/summary_markdown.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/directory_lock.h"
 #include "posenc/text/task_format.h"
@@ -110,7 +111,9 @@ ExperimentCommand::ExperimentCommand(CLI::App& parent) {
       ->allow_extra_args(false);
   report_ = app_->add_subcommand("report", "Summarize a suite directory: table on stdout, DIR/summary.json");
   report_->add_option("dir", report_dir_, "Suite directory")->required();
-  report_->add_flag("--json", json_, "Print the summary as JSON");
+  auto* as_json = report_->add_flag("--json", json_, "Print the summary as JSON");
+  report_->add_flag("--markdown", markdown_, "Print the summary as Markdown tables (as docs/experiments.md publishes them)")
+      ->excludes(as_json);
 }
 
 int ExperimentCommand::run() const {
@@ -303,8 +306,9 @@ void ExperimentCommand::run_in_jobs(const std::vector<std::string>& names, size_
 int ExperimentCommand::report() const {
   std::string text;
   const std::string table = summarize_suite(report_dir_, &text);
-  write_experiment_html(report_dir_, json_ ? std::cerr : std::cout);
-  std::cout << (json_ ? text : table);
+  // Only the requested format goes to stdout, so it can be redirected to a file.
+  write_experiment_html(report_dir_, json_ || markdown_ ? std::cerr : std::cout);
+  std::cout << (json_ ? text : markdown_ ? experiments::summary_markdown(text) : table);
   return 0;
 }
 

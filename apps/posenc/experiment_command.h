@@ -54,6 +54,7 @@ class ExperimentCommand {
   std::string root_ = "/";
   std::string report_dir_;
   bool json_ = false;
+  bool markdown_ = false;
 };
 
 }  // namespace posenc::cli

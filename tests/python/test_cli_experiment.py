@@ -82,6 +82,21 @@ def test_quick_suite_runs_resumes_and_reports(tree, tmp_path):  # noqa: F811
     as_json = run("experiment", "report", out, "--json")
     assert json.loads(as_json.stdout) == summary
 
+    # --markdown: one table row per summary row, each cell the summary's mean, n/a with its reason as a note.
+    md = run("experiment", "report", out, "--markdown")
+    assert md.returncode == 0, md.stderr
+    lines = md.stdout.splitlines()
+    assert lines[:2] == ["| encoding | 32 | 64 |", "|---|---|---|"]
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines[2:8]}
+    assert list(rows) == [row["encoding"] for row in summary["rows"]]
+    for encoding in ("none", "rope", "rope+linear", "rope+yarn", "alibi"):
+        assert [cell.rstrip(" |") for cell in rows[encoding]] == \
+            [f"{c['perplexity_mean']:.1f}" for c in cells[encoding]]  # one seed: no ± part
+    assert rows["learned"][1] == "n/a [1] |"
+    assert lines[8:] == ["", f"[1] {cells['learned'][1]['not_applicable']}"]
+    refused = run("experiment", "report", out, "--markdown", "--json")
+    assert refused.returncode != 0 and "--json excludes --markdown" in refused.stderr
+
 
 def test_refusals(tree, tmp_path):  # noqa: F811
     root, _ = tree

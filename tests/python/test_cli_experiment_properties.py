@@ -211,3 +211,28 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     # The text table names every encoding.
     table = run("experiment", "report", out)
     assert table.returncode == 0 and all(e in table.stdout for e in scores)
+
+    # --markdown: the same numbers as Markdown tables, the tests against the first row (learned).
+    md = run("experiment", "report", out, "--markdown")
+    assert md.returncode == 0, md.stderr
+    lines = md.stdout.splitlines()
+    assert lines[0] == ("| encoding | group | seeds | masked-LM perplexity | lexname accuracy | table: mono. / trans. inv. "
+                        "/ sym. | identical-word attention: mono. / trans. inv. / sym. |")
+    learned = rows["learned"]
+    ppl = learned["pretraining"]
+    assert lines[2] == (f"| learned | {learned['group']} | 3 | {ppl['mean']:.1f} ± {ppl['sd']:.1f} | "
+                        f"{cell['mean']:.3f} ± {cell['sd']:.3f} | — | 0.91 / 0.50 / 0.20 |")
+    tests_at = lines.index("| encoding | lexname |")
+    assert lines[tests_at - 2] == ("Paired t-tests over shared seeds against learned (difference of test scores, "
+                                   "encoding minus learned; p two-sided). 6 pairs in all, "
+                                   f"{sum(c['p'] < 0.05 for c in summary['comparisons'])} with p < 0.05 "
+                                   "(summary.json: comparisons).")
+    shaw = pairs[("learned", "shaw")]
+    assert lines[tests_at + 2] == f"| shaw | {-shaw['mean_difference']:+.3f} (p {shaw['p']:.3f}) |"
+    assert lines[tests_at + 2:tests_at + 5] == [line for line in lines if line.startswith(("| shaw", "| rope", "| none"))
+                                                and "(p " in line]
+    assert (f"| lexname | identical_word_attention.monotonicity | {correlation['pearson']:.2f} | 1.00 | 4 |"
+            in lines)
+    # The report reads the runs, never a stale summary.json.
+    (out / "summary.json").write_text("{}")
+    assert run("experiment", "report", out, "--markdown").stdout == md.stdout

@@ -1,0 +1,17 @@
+// A suite's summary.json (properties or extrapolation) as Markdown tables, for
+// publishing results as docs/experiments.md does: `posenc experiment report
+// DIR --markdown`.
+#pragma once
+
+#include <string>
+
+namespace posenc::experiments {
+
+// properties: the scores with the probes of each encoding (mean ± sd over
+// seeds), paired t-tests of every encoding against the first row's, and the
+// probe-score correlations. extrapolation: test perplexity per evaluation
+// length, each n/a cell's reason as a numbered note. Throws
+// std::invalid_argument naming a summary it cannot read.
+std::string summary_markdown(const std::string& summary_json);
+
+}  // namespace posenc::experiments

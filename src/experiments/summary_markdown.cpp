@@ -1,0 +1,175 @@
+// summary.json as Markdown (posenc/experiments/summary_markdown.h).
+#include "posenc/experiments/summary_markdown.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "posenc/error.h"
+
+namespace posenc::experiments {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kOp = "experiment";
+
+std::string format(const char* spec, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, spec, value);
+  return text;
+}
+
+// "0.728 ± 0.004" (digits: decimals), "0.728" from one seed, "—" without data.
+std::string mean_sd(const json& cell, int digits) {
+  if (!cell.is_object() || !cell.contains("mean") || !cell.at("mean").is_number()) return "—";
+  const std::string spec = "%." + std::to_string(digits) + "f";
+  std::string out = format(spec.c_str(), cell.at("mean").get<double>());
+  if (cell.value("seeds", 0) > 1) {
+    out += " ± ";
+    out += format(spec.c_str(), cell.value("sd", 0.0));
+  }
+  return out;
+}
+
+// "0.92 / 1.00 / 1.00": monotonicity / translation invariance / symmetry means.
+std::string probe_means(const json& probes) {
+  std::string out;
+  for (const char* field : {"monotonicity", "translation_invariance", "symmetry"}) {
+    const json& cell = probes.is_object() && probes.contains(field) ? probes.at(field) : json();
+    if (!cell.is_object() || !cell.contains("mean") || !cell.at("mean").is_number()) return "—";
+    if (!out.empty()) out += " / ";
+    out += format("%.2f", cell.at("mean").get<double>());
+  }
+  return out;
+}
+
+// " text |": one cell after the row's previous "|".
+std::string cell_text(const std::string& text) {
+  std::string out = " ";
+  out += text;
+  out += " |";
+  return out;
+}
+
+std::string p_value(const json& p) {
+  if (!p.is_number()) return "n/a";
+  const double v = p.get<double>();
+  return v < 0.001 ? "< 0.001" : format("%.3f", v);
+}
+
+std::string properties_markdown(const json& j) {
+  std::vector<std::string> tasks, metrics;
+  for (const json& t : j.at("tasks")) {
+    tasks.push_back(t.at("name").get<std::string>());
+    metrics.push_back(t.value("metric", "score"));
+  }
+  std::ostringstream out;
+  out << "| encoding | group | seeds | masked-LM perplexity |";
+  for (size_t i = 0; i < tasks.size(); ++i) out << " " << tasks[i] << " " << metrics[i] << " |";
+  out << " table: mono. / trans. inv. / sym. | identical-word attention: mono. / trans. inv. / sym. "
+         "|\n|---|---|---|---|";
+  for (size_t i = 0; i < tasks.size(); ++i) out << "---|";
+  out << "---|---|\n";
+  const json& rows = j.at("rows");
+  for (const json& r : rows) {
+    const json& indicators = r.at("indicators");
+    const json& pretraining = r.at("pretraining");
+    out << "| " << r.at("encoding").get<std::string>() << " | " << r.value("group", "") << " | "
+        << (pretraining.is_object() ? pretraining.value("seeds", 0) : 0) << " | " << mean_sd(r.at("pretraining"), 1)
+        << " |";
+    for (const json& s : r.at("scores")) out << cell_text(mean_sd(s, 3));
+    out << " " << probe_means(indicators) << " | " << probe_means(indicators.value("identical_word_attention", json()))
+        << " |\n";
+  }
+
+  const std::string reference = rows.empty() ? "" : rows.front().at("encoding").get<std::string>();
+  int64_t significant = 0;
+  for (const json& c : j.at("comparisons")) significant += c.at("p").is_number() && c.at("p").get<double>() < 0.05;
+  out << "\nPaired t-tests over shared seeds against " << reference << " (difference of test scores, encoding minus "
+      << reference << "; p two-sided). " << j.at("comparisons").size() << " pairs in all, " << significant
+      << " with p < 0.05 (summary.json: comparisons).\n\n| encoding |";
+  for (const std::string& t : tasks) out << " " << t << " |";
+  out << "\n|---|";
+  for (size_t i = 0; i < tasks.size(); ++i) out << "---|";
+  out << "\n";
+  for (size_t k = 1; k < rows.size(); ++k) {
+    const std::string name = rows[k].at("encoding").get<std::string>();
+    out << "| " << name << " |";
+    for (const std::string& t : tasks) {
+      std::string cell = "—";
+      for (const json& c : j.at("comparisons")) {
+        if (c.at("task") != t || c.at("a") != reference || c.at("b") != name) continue;
+        cell = format("%+.3f", -c.at("mean_difference").get<double>()) + " (p " + p_value(c.at("p")) + ")";
+      }
+      out << " " << cell << " |";
+    }
+    out << "\n";
+  }
+
+  out << "\nProbe means against task means across encodings.\n\n| task | property | Pearson | Spearman | encodings |\n"
+         "|---|---|---|---|---|\n";
+  for (const json& c : j.at("correlations")) {
+    const auto number = [](const json& v) { return v.is_number() ? format("%.2f", v.get<double>()) : "n/a"; };
+    out << "| " << c.at("task").get<std::string>() << " | " << c.at("property").get<std::string>() << " | "
+        << number(c.at("pearson")) << " | " << number(c.at("spearman")) << " | " << c.at("encodings").get<int64_t>()
+        << " |\n";
+  }
+  return out.str();
+}
+
+std::string extrapolation_markdown(const json& j) {
+  std::ostringstream out;
+  out << "| encoding |";
+  std::string rule = "|---|";
+  for (const json& length : j.at("lengths")) {
+    out << " " << length.get<int64_t>() << " |";
+    rule += "---|";
+  }
+  out << "\n" << rule << "\n";
+  std::vector<std::string> notes;
+  for (const json& r : j.at("rows")) {
+    out << "| " << r.at("encoding").get<std::string>() << " |";
+    for (const json& c : r.at("test_perplexity")) {
+      if (c.contains("not_applicable")) {
+        const std::string reason = c.at("not_applicable").get<std::string>();
+        size_t n = 0;
+        while (n < notes.size() && notes[n] != reason) ++n;
+        if (n == notes.size()) notes.push_back(reason);
+        out << " n/a [" << n + 1 << "] |";
+        continue;
+      }
+      const json cell = {
+          {"mean", c.at("perplexity_mean")}, {"sd", c.value("perplexity_sd", 0.0)}, {"seeds", c.value("seeds", 0)}};
+      out << cell_text(mean_sd(cell, 1));
+    }
+    out << "\n";
+  }
+  if (!notes.empty()) out << "\n";
+  for (size_t n = 0; n < notes.size(); ++n) out << "[" << n + 1 << "] " << notes[n] << "\n";
+  return out.str();
+}
+
+}  // namespace
+
+std::string summary_markdown(const std::string& summary_json) {
+  json j;
+  try {
+    j = json::parse(summary_json);
+  } catch (const json::exception& e) {
+    fail_argument(kOp, "summary must be the JSON of posenc experiment report, got text that does not parse (", e.what(),
+                  ")");
+  }
+  const std::string suite = j.is_object() ? j.value("suite", "") : "";
+  try {
+    if (suite == "properties") return properties_markdown(j);
+    if (suite == "extrapolation") return extrapolation_markdown(j);
+  } catch (const json::exception& e) {
+    fail_argument(kOp, "summary of the '", suite, "' suite is missing a field or has the wrong type (", e.what(), ")");
+  }
+  fail_argument(kOp, "summary must name the suite properties or extrapolation, got '", suite, "'");
+}
+
+}  // namespace posenc::experiments

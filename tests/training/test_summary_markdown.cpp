@@ -1,0 +1,81 @@
+// summary_markdown: the published tables' cells and its refusals. The CLI
+// tests (test_cli_experiment*.py) check it against real suites' summaries.
+#include "posenc/experiments/summary_markdown.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using posenc::experiments::summary_markdown;
+
+std::string message_of(const std::string& summary) {
+  try {
+    summary_markdown(summary);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(SummaryMarkdown, ExtrapolationCellsAndNotes) {
+  const std::string summary = R"({"suite": "extrapolation", "lengths": [128, 256],
+    "rows": [{"encoding": "rope", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 41.234, "perplexity_sd": 0.56, "seeds": 3},
+               {"seq_len": 256, "perplexity_mean": 97.0, "perplexity_sd": 0.0, "seeds": 1}]},
+             {"encoding": "learned", "test_perplexity": [
+               {"seq_len": 128, "not_applicable": "no row"},
+               {"seq_len": 256, "not_applicable": "table of 128 rows"}]},
+             {"encoding": "xl", "test_perplexity": [
+               {"seq_len": 128, "not_applicable": "table of 128 rows"},
+               {"seq_len": 256, "perplexity_mean": 12.0, "perplexity_sd": 1.0, "seeds": 2}]}]})";
+  EXPECT_EQ(summary_markdown(summary),
+            "| encoding | 128 | 256 |\n"
+            "|---|---|---|\n"
+            "| rope | 41.2 ± 0.6 | 97.0 |\n"
+            "| learned | n/a [1] | n/a [2] |\n"
+            "| xl | n/a [2] | 12.0 ± 1.0 |\n"
+            "\n"
+            "[1] no row\n"
+            "[2] table of 128 rows\n");
+}
+
+TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
+  const std::string summary = R"({"suite": "properties", "tasks": [{"name": "pos", "metric": "accuracy"}],
+    "rows": [{"encoding": "none", "group": "none", "pretraining": {"mean": 394.56, "sd": 4.23, "seeds": 5},
+              "scores": [{"mean": 0.9341, "sd": 0.0062, "seeds": 5}], "indicators": {}},
+             {"encoding": "learned", "group": "absolute", "pretraining": {"mean": 100.2, "sd": 17.4, "seeds": 5},
+              "scores": [{"mean": 0.977, "sd": 0.002, "seeds": 5}],
+              "indicators": {"monotonicity": {"mean": 0.62}, "translation_invariance": {"mean": 0.554},
+                             "symmetry": {"mean": 0.5},
+                             "identical_word_attention": {"monotonicity": {"mean": 0.8},
+                                                          "translation_invariance": {"mean": 0.97},
+                                                          "symmetry": {"mean": 0.96}}}}],
+    "comparisons": [{"task": "pos", "a": "none", "b": "learned", "mean_difference": -0.0429, "t": -9.0,
+                     "p": 0.0004, "seeds": 5}],
+    "correlations": []})";
+  const std::string md = summary_markdown(summary);
+  EXPECT_NE(md.find("| none | none | 5 | 394.6 ± 4.2 | 0.934 ± 0.006 | — | — |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| learned | absolute | 5 | 100.2 ± 17.4 | 0.977 ± 0.002 | 0.62 / 0.55 / 0.50 | "
+                    "0.80 / 0.97 / 0.96 |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("1 pairs in all, 1 with p < 0.05"), std::string::npos) << md;
+  EXPECT_NE(md.find("| learned | +0.043 (p < 0.001) |\n"), std::string::npos) << md;
+}
+
+TEST(SummaryMarkdown, RefusesWhatIsNotASummary) {
+  EXPECT_EQ(message_of("{\"suite\": \"speed\"}"),
+            "[experiment] summary must name the suite properties or extrapolation, got 'speed'");
+  EXPECT_EQ(message_of("[1, 2]"), "[experiment] summary must name the suite properties or extrapolation, got ''");
+  EXPECT_EQ(message_of("{\"suite\": \"extrapolation\", \"lengths\": [128]}").rfind(
+                "[experiment] summary of the 'extrapolation' suite is missing a field or has the wrong type (", 0),
+            0u);
+  EXPECT_EQ(message_of("{ truncated").rfind(
+                "[experiment] summary must be the JSON of posenc experiment report, got text that does not parse (", 0),
+            0u);
+}
+
+}  // namespace
