@@ -19,6 +19,11 @@ bool is_head(std::string_view name) {
   return false;
 }
 
+// hidden (B, T, D) -> (rows, D) at the batch's scored positions.
+at::Tensor scored(const at::Tensor& hidden, const Batch& batch) {
+  return hidden.reshape({-1, hidden.size(-1)}).index_select(0, Task::scored_rows(batch));
+}
+
 }  // namespace
 
 TaskModel::TaskModel(const Task& task, const TrainConfig& resolved) : task_(task) {
@@ -62,14 +67,16 @@ TaskScore TaskModel::score(const Batch& batch, const at::Tensor& positions) {
       const auto [start, end] = encoder_->span(batch.tokens, batch.key_padding_mask, positions);
       return task_.score_span(start, end, batch);
     }
-    case TaskKind::kMaskedLm:
-      return task_.score_scored_rows(
-          encoder_->masked_lm(batch.tokens, batch.key_padding_mask, positions, Task::scored_rows(batch)), batch);
+    case TaskKind::kMaskedLm: {
+      const at::Tensor hidden = encoder_->forward(batch.tokens, batch.key_padding_mask, positions);
+      return task_.score_head(scored(hidden, batch), encoder_->mlm_head->weight, encoder_->mlm_head->bias, batch);
+    }
     case TaskKind::kLookback:
     case TaskKind::kCopy:
     case TaskKind::kText: break;
   }
-  return task_.score_language_model(decoder_->forward(batch.tokens, positions), batch);
+  const at::Tensor hidden = decoder_->hidden(batch.tokens, positions);
+  return task_.score_head(scored(hidden, batch), decoder_->lm_head->weight, decoder_->lm_head->bias, batch);
 }
 
 void initialize_from(TaskModel& model, const TrainConfig& config, const std::filesystem::path& source) {

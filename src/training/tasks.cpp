@@ -14,6 +14,7 @@
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/npy.h"
 #include "posenc/io/tensor_file.h"
+#include "posenc/training/linear_cross_entropy.h"
 #include "posenc/text/task_format.h"
 
 namespace posenc::nn {
@@ -548,6 +549,17 @@ TaskScore Task::score_scored_rows(const at::Tensor& logits, const Batch& batch) 
   s.correct = logits.argmax(1).eq(targets).sum().item<int64_t>();
   s.count = rows.size(0);
   return s;
+}
+
+TaskScore Task::score_head(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
+                           const Batch& batch) const {
+  const at::Tensor rows = scored_rows(batch);
+  require(weight.defined() && weight.dim() == 2 && weight.size(0) == vocab_size(), kOp,
+          "the head's weight must be (vocab_size, D) = (", vocab_size(), ", D), got ",
+          weight.defined() ? weight.sizes() : at::IntArrayRef{});
+  const at::Tensor targets = batch.labels.reshape({-1}).index_select(0, rows);
+  const LinearCrossEntropy r = linear_cross_entropy(hidden, weight, bias, targets);
+  return {r.loss, r.correct, rows.size(0)};
 }
 
 }  // namespace posenc::nn

@@ -273,6 +273,16 @@ TEST(Tasks, ScoresMatchAPlainCrossEntropy) {
     EXPECT_EQ(picked.count, n);
     EXPECT_EQ(picked.correct, s.correct);
     EXPECT_NEAR(picked.loss.item<double>(), loss / static_cast<double>(n), tol);
+    // And from the hidden states at those rows with the head fused into the loss (how training scores).
+    const at::Tensor hidden = at::randn({12, 3}), weight = at::randn({5, 3}), bias = at::randn({5});
+    const at::Tensor hidden_rows = hidden.index_select(0, rows);
+    const TaskScore from_logits = task.score_scored_rows(at::linear(hidden_rows, weight, bias), b);
+    const TaskScore fused = task.score_head(hidden_rows, weight, bias, b);
+    EXPECT_EQ(fused.count, n);
+    EXPECT_EQ(fused.correct, from_logits.correct);
+    EXPECT_NEAR(fused.loss.item<double>(), from_logits.loss.item<double>(), tol);
+    expect_error([&] { task.score_head(hidden_rows, weight.narrow(0, 0, 4), bias, b); },
+                 "[task] the head's weight must be (vocab_size, D) = (5, D), got [4, 3]");
   }
 }
 

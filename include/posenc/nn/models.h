@@ -120,6 +120,9 @@ class TransformerDecoderImpl : public torch::nn::Module {
   explicit TransformerDecoderImpl(const TransformerOptions& options);
   // tokens (B, T) -> next-token logits (B, T, vocab); positions as the encoder's.
   at::Tensor forward(const at::Tensor& tokens, const at::Tensor& positions = {});
+  // The final layer norm's output (B, T, D): forward is lm_head of it (training
+  // scores it with the head fused into the loss, linear_cross_entropy).
+  at::Tensor hidden(const at::Tensor& tokens, const at::Tensor& positions = {});
   at::Tensor first_layer_attention(const at::Tensor& tokens);
   const TransformerOptions& options() const noexcept { return options_; }
 

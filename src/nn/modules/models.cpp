@@ -269,10 +269,15 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerOptions& options
 
 // tokens (B, T) -> next-token logits (B, T, vocab)
 at::Tensor TransformerDecoderImpl::forward(const at::Tensor& tokens, const at::Tensor& positions) {
+  return lm_head->forward(hidden(tokens, positions));
+}
+
+// tokens (B, T) -> (B, T, D) before the head
+at::Tensor TransformerDecoderImpl::hidden(const at::Tensor& tokens, const at::Tensor& positions) {
   check_tokens("TransformerDecoder", tokens, options_.vocab_size());
   const at::Tensor p = forward_positions("TransformerDecoder", options_, is_training(), tokens, positions);
   const at::Tensor x = run_blocks(blocks, embed_tokens(embed, input_encoding, tokens, p), {}, p);
-  return lm_head->forward(final_norm->forward(x));
+  return final_norm->forward(x);
 }
 
 at::Tensor TransformerDecoderImpl::first_layer_attention(const at::Tensor& tokens) {
