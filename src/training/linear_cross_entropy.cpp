@@ -29,6 +29,10 @@ struct Pass {
   double loss_sum = 0;
   int64_t correct = 0;
   at::Tensor grad_hidden, grad_weight, grad_bias;  // the mean loss's, when asked for
+
+  at::Tensor mean_loss(const at::Tensor& hidden) const {
+    return at::scalar_tensor(loss_sum / static_cast<double>(hidden.size(0)), hidden.options());
+  }
 };
 
 // One pass over the rows in chunks; the gradients only where want_* is set.
@@ -85,7 +89,7 @@ struct LinearCrossEntropyFunction : public torch::autograd::Function<LinearCross
     ctx->saved_data["grad_bias"] = pass.grad_bias;
     at::Tensor correct = at::scalar_tensor(pass.correct, targets.options());
     ctx->mark_non_differentiable({correct});
-    return {at::scalar_tensor(pass.loss_sum / static_cast<double>(hidden.size(0)), hidden.options()), correct};
+    return {pass.mean_loss(hidden), correct};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -138,15 +142,16 @@ LinearCrossEntropy linear_cross_entropy(const at::Tensor& hidden, const at::Tens
   const bool wants_grad = at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad() ||
                                                          (bias.defined() && bias.requires_grad()));
   const at::Tensor h = hidden.contiguous(), w = weight.contiguous();
-  // An autograd Function takes no undefined input: no bias is a zero one that wants no gradient (adding 0 is exact).
-  const at::Tensor b = bias.defined() ? bias.contiguous() : at::zeros({weight.size(0)}, weight.options());
   LinearCrossEntropy out;
   if (!wants_grad) {
-    const Pass pass = run_chunks(h, w, b, targets, chunk_rows, false, false, false);
-    out.loss = at::scalar_tensor(pass.loss_sum / static_cast<double>(hidden.size(0)), hidden.options());
+    const Pass pass = run_chunks(h, w, bias.defined() ? bias.contiguous() : bias, targets, chunk_rows, false, false,
+                                 false);
+    out.loss = pass.mean_loss(hidden);
     out.correct = pass.correct;
     return out;
   }
+  // An autograd Function takes no undefined input: no bias is a zero one that wants no gradient (adding 0 is exact).
+  const at::Tensor b = bias.defined() ? bias.contiguous() : at::zeros({weight.size(0)}, weight.options());
   const torch::autograd::variable_list r = LinearCrossEntropyFunction::apply(h, w, b, targets, chunk_rows);
   out.loss = r[0];
   out.correct = r[1].item<int64_t>();

@@ -19,11 +19,6 @@ bool is_head(std::string_view name) {
   return false;
 }
 
-// hidden (B, T, D) -> (rows, D) at the batch's scored positions.
-at::Tensor scored(const at::Tensor& hidden, const Batch& batch) {
-  return hidden.reshape({-1, hidden.size(-1)}).index_select(0, Task::scored_rows(batch));
-}
-
 }  // namespace
 
 TaskModel::TaskModel(const Task& task, const TrainConfig& resolved) : task_(task) {
@@ -69,14 +64,14 @@ TaskScore TaskModel::score(const Batch& batch, const at::Tensor& positions) {
     }
     case TaskKind::kMaskedLm: {
       const at::Tensor hidden = encoder_->forward(batch.tokens, batch.key_padding_mask, positions);
-      return task_.score_head(scored(hidden, batch), encoder_->mlm_head->weight, encoder_->mlm_head->bias, batch);
+      return task_.score_head(hidden, encoder_->mlm_head->weight, encoder_->mlm_head->bias, batch);
     }
     case TaskKind::kLookback:
     case TaskKind::kCopy:
     case TaskKind::kText: break;
   }
   const at::Tensor hidden = decoder_->hidden(batch.tokens, positions);
-  return task_.score_head(scored(hidden, batch), decoder_->lm_head->weight, decoder_->lm_head->bias, batch);
+  return task_.score_head(hidden, decoder_->lm_head->weight, decoder_->lm_head->bias, batch);
 }
 
 void initialize_from(TaskModel& model, const TrainConfig& config, const std::filesystem::path& source) {

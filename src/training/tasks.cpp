@@ -554,11 +554,16 @@ TaskScore Task::score_scored_rows(const at::Tensor& logits, const Batch& batch) 
 TaskScore Task::score_head(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                            const Batch& batch) const {
   const at::Tensor rows = scored_rows(batch);
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+  require(hidden.defined() && hidden.dim() == 3 && hidden.size(0) == B && hidden.size(1) == T, kOp,
+          "hidden must be (B, T, D) = (", B, ", ", T, ", D), got ",
+          hidden.defined() ? hidden.sizes() : at::IntArrayRef{});
   require(weight.defined() && weight.dim() == 2 && weight.size(0) == vocab_size(), kOp,
           "the head's weight must be (vocab_size, D) = (", vocab_size(), ", D), got ",
           weight.defined() ? weight.sizes() : at::IntArrayRef{});
   const at::Tensor targets = batch.labels.reshape({-1}).index_select(0, rows);
-  const LinearCrossEntropy r = linear_cross_entropy(hidden, weight, bias, targets);
+  const at::Tensor hidden_rows = hidden.reshape({-1, hidden.size(-1)}).index_select(0, rows);
+  const LinearCrossEntropy r = linear_cross_entropy(hidden_rows, weight, bias, targets);
   return {r.loss, r.correct, rows.size(0)};
 }
 

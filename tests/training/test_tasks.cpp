@@ -277,11 +277,11 @@ TEST(Tasks, ScoresMatchAPlainCrossEntropy) {
     const at::Tensor hidden = at::randn({12, 3}), weight = at::randn({5, 3}), bias = at::randn({5});
     const at::Tensor hidden_rows = hidden.index_select(0, rows);
     const TaskScore from_logits = task.score_scored_rows(at::linear(hidden_rows, weight, bias), b);
-    const TaskScore fused = task.score_head(hidden_rows, weight, bias, b);
+    const TaskScore fused = task.score_head(hidden.view({2, 6, 3}), weight, bias, b);
     EXPECT_EQ(fused.count, n);
     EXPECT_EQ(fused.correct, from_logits.correct);
     EXPECT_NEAR(fused.loss.item<double>(), from_logits.loss.item<double>(), tol);
-    expect_error([&] { task.score_head(hidden_rows, weight.narrow(0, 0, 4), bias, b); },
+    expect_error([&] { task.score_head(hidden.view({2, 6, 3}), weight.narrow(0, 0, 4), bias, b); },
                  "[task] the head's weight must be (vocab_size, D) = (5, D), got [4, 3]");
   }
 }
