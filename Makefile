@@ -59,7 +59,7 @@ experiments: build
 
 # Every benchmark runs; the exit status is the first failure's (1 wrong, 3 below target).
 bench: build
-	status=0; for b in bench_sinusoidal bench_rope bench_relative bench_attention bench_attention_backward bench_training; do $(BUILD)/bin/$$b || { s=$$?; [ $$status -ne 0 ] || status=$$s; }; done; exit $$status
+	status=0; for b in bench_sinusoidal bench_rope bench_relative bench_attention bench_attention_backward bench_training bench_linear_cross_entropy; do $(BUILD)/bin/$$b || { s=$$?; [ $$status -ne 0 ] || status=$$s; }; done; exit $$status
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz out

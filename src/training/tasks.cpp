@@ -14,7 +14,7 @@
 #include "posenc/io/atomic_file.h"
 #include "posenc/io/npy.h"
 #include "posenc/io/tensor_file.h"
-#include "posenc/training/linear_cross_entropy.h"
+#include "posenc/nn/linear_cross_entropy.h"
 #include "posenc/text/task_format.h"
 
 namespace posenc::nn {

@@ -148,7 +148,7 @@ class Task {
   TaskScore score_scored_rows(const at::Tensor& logits, const Batch& batch) const;
   // As score_scored_rows, from the hidden states (B, T, D) (read at scored_rows(batch)) and the head that would
   // make their logits (weight (vocab, D), bias (vocab) or undefined), fused with the loss
-  // (linear_cross_entropy.h): the language-model and masked-LM tasks train and evaluate this way.
+  // (posenc/nn/linear_cross_entropy.h): the language-model and masked-LM tasks train and evaluate this way.
   TaskScore score_head(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                        const Batch& batch) const;
 

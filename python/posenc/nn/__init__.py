@@ -11,6 +11,7 @@ initialisations, error messages); docs/python_modules.md documents them.
                      ContinuousPositionBias2d
     relative vectors ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d, DebertaRelative
     attention        MultiheadAttention
+    functional       linear_cross_entropy (the vocabulary head fused into its loss)
 """
 
 import posenc  # noqa: F401  (loads the op library before the modules use torch.ops.posenc)
@@ -22,6 +23,7 @@ from .absolute import (
     SinusoidalEncoding2d,
     SinusoidalEncoding3d,
 )
+from . import functional
 from .attention import MultiheadAttention
 from .bias import AlibiBias, AlibiBias2d, KerpleBias, T5Bias, T5Bias2d
 from .fire import FireBias
@@ -57,5 +59,6 @@ __all__ = [
     "T5Bias",
     "T5Bias2d",
     "TransformerXLRelative",
+    "functional",
     "parse_encoding",
 ]
