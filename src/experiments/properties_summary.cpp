@@ -47,6 +47,24 @@ ordered_json stats_json(const std::vector<double>& v) {
 
 ordered_json number_or_null(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); }
 
+// How a stage ended across runs: the evidence for "trained to a plateau".
+struct StageStops {
+  std::string stage;
+  int64_t most_steps = 0;  // the stage's step cap (the largest when runs differ)
+  int64_t runs = 0;
+  int64_t stopped_early = 0;  // patience ran out before the cap
+  int64_t best_at_cap = 0;    // still improving at the cap: the best checkpoint is the last step
+  std::vector<double> best_steps;
+};
+
+// The step cap of each stage of a run, in its stages' order, from its recorded configuration.
+std::vector<int64_t> stage_caps(const json& result) {
+  std::vector<int64_t> caps;
+  if (!result.contains("config") || !result["config"].contains("stages")) return caps;
+  for (const json& stage : result["config"]["stages"]) caps.push_back(stage.value("steps", int64_t{0}));
+  return caps;
+}
+
 struct Row {
   std::string encoding;
   std::vector<double> perplexity;                    // per seed (in seed order)
@@ -59,9 +77,22 @@ struct Row {
 std::string summarize_properties(const fs::path& suite_dir) {
   // Each result once, in the plan's order, so rows list encodings as the suite does.
   std::vector<PropertiesOutcome> results;
+  std::vector<StageStops> stops;  // in stage order
   for (const nn::StoredResult& r : nn::read_run_results(suite_dir)) {
     check_result_format(r.json, r.path);
     results.push_back(outcome_from_result(r.json, r.path));
+    const std::vector<int64_t> caps = stage_caps(r.json);
+    const std::vector<StageOutcome>& stages = results.back().stages;
+    for (size_t k = 0; k < stages.size(); ++k) {
+      auto it = std::find_if(stops.begin(), stops.end(), [&](const StageStops& s) { return s.stage == stages[k].stage; });
+      if (it == stops.end()) it = stops.insert(stops.end(), StageStops{stages[k].stage});
+      const int64_t cap = k < caps.size() ? caps[k] : 0;
+      it->most_steps = std::max(it->most_steps, cap);
+      it->runs += 1;
+      it->stopped_early += cap > 0 && stages[k].last_step < cap;
+      it->best_at_cap += cap > 0 && stages[k].best_step >= cap;
+      it->best_steps.push_back(static_cast<double>(stages[k].best_step));
+    }
   }
   std::vector<Row> rows;
   std::vector<std::string> tasks;
@@ -131,6 +162,17 @@ std::string summarize_properties(const fs::path& suite_dir) {
     out_rows.push_back(row);
   }
   j["rows"] = out_rows;
+
+  ordered_json stopping = ordered_json::array();
+  for (StageStops& s : stops) {
+    std::sort(s.best_steps.begin(), s.best_steps.end());
+    const size_t n = s.best_steps.size();
+    const double median = n % 2 ? s.best_steps[n / 2] : (s.best_steps[n / 2 - 1] + s.best_steps[n / 2]) / 2;
+    stopping.push_back({{"stage", s.stage}, {"most_steps", s.most_steps}, {"runs", s.runs},
+                        {"stopped_early", s.stopped_early}, {"best_at_most_steps", s.best_at_cap},
+                        {"median_best_step", median}});
+  }
+  j["stopping"] = stopping;
 
   // Paired t-tests over the seeds both encodings have.
   ordered_json comparisons = ordered_json::array();
@@ -223,6 +265,14 @@ std::string properties_table(const std::string& summary) {
   std::snprintf(line, sizeof line, "paired t-tests: %zu, p < 0.05 in %lld (summary.json: comparisons, correlations)\n",
                 j.at("comparisons").size(), static_cast<long long>(significant));
   out += line;
+  for (const json& s : j.value("stopping", json::array())) {
+    std::snprintf(line, sizeof line, "stopping: %s stopped early in %lld of %lld runs, best at its %lld-step cap in %lld\n",
+                  s.at("stage").get<std::string>().c_str(), static_cast<long long>(s.at("stopped_early").get<int64_t>()),
+                  static_cast<long long>(s.at("runs").get<int64_t>()),
+                  static_cast<long long>(s.at("most_steps").get<int64_t>()),
+                  static_cast<long long>(s.at("best_at_most_steps").get<int64_t>()));
+    out += line;
+  }
   return out;
 }
 

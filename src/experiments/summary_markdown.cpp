@@ -109,6 +109,18 @@ std::string properties_markdown(const json& j) {
     out << "\n";
   }
 
+  if (j.contains("stopping")) {
+    out << "\nHow each stage ended (early stopping on validation, else at its most steps). A best checkpoint at the "
+           "most steps means the stage was still improving when it stopped.\n\n| stage | most steps | runs | "
+           "stopped early | best at the most steps | median best step |\n|---|---|---|---|---|---|\n";
+    for (const json& s : j.at("stopping")) {
+      out << "| " << s.at("stage").get<std::string>() << " | " << s.at("most_steps").get<int64_t>() << " | "
+          << s.at("runs").get<int64_t>() << " | " << s.at("stopped_early").get<int64_t>() << " | "
+          << s.at("best_at_most_steps").get<int64_t>() << " | " << format("%.0f", s.at("median_best_step").get<double>())
+          << " |\n";
+    }
+  }
+
   out << "\nProbe means against task means across encodings.\n\n| task | property | Pearson | Spearman | encodings |\n"
          "|---|---|---|---|---|\n";
   for (const json& c : j.at("correlations")) {

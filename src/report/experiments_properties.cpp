@@ -52,6 +52,13 @@ struct Correlation {
   int64_t encodings = 0;
 };
 
+// How a stage ended across runs (optional in the summary: older ones lack it).
+struct StageStops {
+  std::string stage;
+  int64_t most_steps = 0, runs = 0, stopped_early = 0, best_at_most_steps = 0;
+  double median_best_step = 0;
+};
+
 struct Properties {
   int64_t runs = 0, seeds = 0;
   std::string pretraining_metric;
@@ -61,6 +68,7 @@ struct Properties {
   std::vector<Row> rows;  // grouped: kGroupOrder, then other groups as first met; the summary's order inside
   std::vector<Comparison> comparisons;
   std::vector<Correlation> correlations;
+  std::vector<StageStops> stopping;
 };
 
 bool known(const std::vector<std::string>& names, const std::string& name) {
@@ -166,6 +174,16 @@ Properties parse(const Json& j, const SummaryReader& r) {
                     r.number_or_null(c, "spearman", path), r.count(c, "encodings", path)};
     if (!known(task_names, cor.task)) r.invalid(field_path(path, "task"));
     p.correlations.push_back(std::move(cor));
+  }
+  if (j.contains("stopping")) {
+    const Json& stopping = r.array(j, "stopping", "");
+    for (size_t k = 0; k < stopping.size(); ++k) {
+      const std::string path = item_path("stopping", k);
+      const Json& s = stopping[k];
+      p.stopping.push_back({r.text(s, "stage", path), r.count(s, "most_steps", path), r.count(s, "runs", path),
+                            r.count(s, "stopped_early", path), r.count(s, "best_at_most_steps", path),
+                            r.number(s, "median_best_step", path)});
+    }
   }
   return p;
 }
@@ -338,6 +356,21 @@ std::string correlation_table(const Properties& p) {
   return h + "</table>\n";
 }
 
+// Whether each stage trained to a plateau: stopped by its patience, or cut at its most steps (and then
+// whether its best checkpoint was the last one, i.e. it was still improving).
+std::string stopping_table(const Properties& p) {
+  std::string h = "<h4>How each stage ended</h4>\n<p class=\"meta\">Early stopping on validation, else at the "
+                  "stage's most steps; a best checkpoint at the most steps means the stage was still improving "
+                  "when it stopped.</p>\n<table>\n<tr><th class=\"name\">stage</th><th>most steps</th><th>runs</th>"
+                  "<th>stopped early</th><th>best at the most steps</th><th>median best step</th></tr>\n";
+  for (const StageStops& s : p.stopping) {
+    h += "<tr><td class=\"name\">" + escape_html(s.stage) + "</td><td>" + std::to_string(s.most_steps) + "</td><td>" +
+         std::to_string(s.runs) + "</td><td>" + std::to_string(s.stopped_early) + "</td><td>" +
+         std::to_string(s.best_at_most_steps) + "</td><td>" + fixed_text(s.median_best_step, 0) + "</td></tr>\n";
+  }
+  return h + "</table>\n";
+}
+
 constexpr const char* kHowToRead = R"(<div class="how"><p><b>How to read this.</b> Every encoding was
 pretrained once per seed as a masked language model, then each task was learned on top of it; a score is
 the test-split score, the mean &plusmn; the sample standard deviation over seeds, the best of each column in
@@ -394,6 +427,7 @@ ExperimentSection render_properties(const Json& summary, const SummaryReader& re
        "position table to read them from.</p>\n";
   h += indicator_table(p);
   h += "<h4>Correlations of the scores with the indicators</h4>\n" + correlation_table(p);
+  if (!p.stopping.empty()) h += stopping_table(p);
   h += "</section>\n";
   section.html = std::move(h);
   return section;

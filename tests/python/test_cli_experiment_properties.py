@@ -172,10 +172,11 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
                       "stages": [{"stage": "pretrain", "metric": "masked-LM loss", "best_step": 10, "last_step": 20,
                                   "validation": 2.0, "test": 2.0 + 0.1 * seed, "test_count": 100, "seconds": 1,
                                   "tokens_per_second": 1},
-                                 {"stage": "lexname", "metric": "accuracy", "best_step": 10, "last_step": 20,
-                                  "validation": v, "test": v, "test_count": 100, "seconds": 1,
-                                  "tokens_per_second": 1}],
-                      "probes": {"table": None, "identical_word_attention": probe}, "config": {}}
+                                 {"stage": "lexname", "metric": "accuracy", "best_step": 40 if seed == 2 else 10,
+                                  "last_step": 40 if seed == 2 else 20, "validation": v, "test": v,
+                                  "test_count": 100, "seconds": 1, "tokens_per_second": 1}],
+                      "probes": {"table": None, "identical_word_attention": probe},
+                      "config": {"stages": [{"steps": 20}, {"steps": 40}]}}
             d = out / "runs" / f"{encoding}-s{seed}"
             d.mkdir()
             (d / "result.json").write_text(json.dumps(result))
@@ -208,9 +209,16 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     pearson = sum((a - mx) * (b - my) for a, b in zip(x, y)) / math.sqrt(
         sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
     assert math.isclose(correlation["pearson"], pearson, rel_tol=1e-12)
-    # The text table names every encoding.
+    # How the stages ended, against each run's step cap: seed 2's lexname ran to its cap with its best there.
+    assert summary["stopping"] == [
+        {"stage": "pretrain", "most_steps": 20, "runs": 12, "stopped_early": 0, "best_at_most_steps": 0,
+         "median_best_step": 10},
+        {"stage": "lexname", "most_steps": 40, "runs": 12, "stopped_early": 8, "best_at_most_steps": 4,
+         "median_best_step": 10}]
+    # The text table names every encoding, and says how the stages ended.
     table = run("experiment", "report", out)
     assert table.returncode == 0 and all(e in table.stdout for e in scores)
+    assert "stopping: lexname stopped early in 8 of 12 runs, best at its 40-step cap in 4\n" in table.stdout
 
     # --markdown: the same numbers as Markdown tables, the tests against the first row (learned).
     md = run("experiment", "report", out, "--markdown")
@@ -233,6 +241,8 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
                                                 and "(p " in line]
     assert (f"| lexname | identical_word_attention.monotonicity | {correlation['pearson']:.2f} | 1.00 | 4 |"
             in lines)
+    stops = lines.index("| stage | most steps | runs | stopped early | best at the most steps | median best step |")
+    assert lines[stops + 2:stops + 4] == ["| pretrain | 20 | 12 | 0 | 0 | 10 |", "| lexname | 40 | 12 | 8 | 4 | 10 |"]
     # The report reads the runs, never a stale summary.json.
     (out / "summary.json").write_text("{}")
     assert run("experiment", "report", out, "--markdown").stdout == md.stdout

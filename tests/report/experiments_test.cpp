@@ -197,6 +197,18 @@ TEST(ExperimentsProperties, CorrelationsTable) {
   EXPECT_NE(h.find("<td>0.710</td><td>n/a</td><td>3</td>"), std::string::npos);
 }
 
+TEST(ExperimentsProperties, HowEachStageEndedTable) {
+  const std::string& h = properties().html;
+  EXPECT_NE(h.find("<h4>How each stage ended</h4>"), std::string::npos);
+  EXPECT_NE(h.find("<tr><td class=\"name\">lexname</td><td>3000</td><td>12</td><td>3</td><td>2</td><td>2400</td></tr>"),
+            std::string::npos)
+      << h;
+  // Older summaries have no "stopping": no table, no error.
+  Json j = fixture("properties_summary.json");
+  j.erase("stopping");
+  EXPECT_EQ(render_experiment(j, kSource, "prop", "prop").html.find("How each stage ended"), std::string::npos);
+}
+
 TEST(ExperimentsProperties, OneDotFigurePerTaskColouredByGroup) {
   const ExperimentSection s = properties();
   ASSERT_EQ(s.figures.size(), 2u);

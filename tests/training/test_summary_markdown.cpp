@@ -55,7 +55,9 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
                                                           "symmetry": {"mean": 0.96}}}}],
     "comparisons": [{"task": "pos", "a": "none", "b": "learned", "mean_difference": -0.0429, "t": -9.0,
                      "p": 0.0004, "seeds": 5}],
-    "correlations": []})";
+    "correlations": [],
+    "stopping": [{"stage": "pretrain", "most_steps": 3000, "runs": 5, "stopped_early": 0, "best_at_most_steps": 5,
+                  "median_best_step": 3000}]})";
   const std::string md = summary_markdown(summary);
   EXPECT_NE(md.find("| none | none | 5 | 394.6 ± 4.2 | 0.934 ± 0.006 | — | — |\n"), std::string::npos) << md;
   EXPECT_NE(md.find("| learned | absolute | 5 | 100.2 ± 17.4 | 0.977 ± 0.002 | 0.62 / 0.55 / 0.50 | "
@@ -64,6 +66,10 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
       << md;
   EXPECT_NE(md.find("1 pairs in all, 1 with p < 0.05"), std::string::npos) << md;
   EXPECT_NE(md.find("| learned | +0.043 (p < 0.001) |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| stage | most steps | runs | stopped early | best at the most steps | median best step |\n"
+                    "|---|---|---|---|---|---|\n| pretrain | 3000 | 5 | 0 | 5 | 3000 |\n"),
+            std::string::npos)
+      << md;
 }
 
 TEST(SummaryMarkdown, RefusesWhatIsNotASummary) {
