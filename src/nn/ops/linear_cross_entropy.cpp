@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "op_support.h"
+#include "posenc/kernels/softmax_cross_entropy.h"
 
 namespace posenc::nn {
 namespace {
@@ -88,7 +89,7 @@ Checked check(const at::Tensor& hidden, const at::Tensor& weight, const at::Tens
   c.reduction = parse_reduction(reduction);
   c.chunk_rows = chunk_rows;
   c.hidden = hidden.reshape({-1, dim}).contiguous();
-  c.targets = targets.reshape({-1});
+  c.targets = targets.reshape({-1}).contiguous();
   c.rows = c.hidden.size(0);
   c.weight = weight.contiguous();
   if (bias.defined()) c.bias = bias.contiguous();
@@ -120,42 +121,38 @@ Pass run_chunks(const Checked& a, bool want_hidden, bool want_weight, bool want_
   const int64_t n = hidden.size(0), vocab = a.weight.size(0);
   const int64_t rows = a.chunk_rows > 0 ? a.chunk_rows : std::max(kMinChunkRows, kChunkElements / vocab);
   const bool want_any = want_hidden || want_weight || want_bias;
-  // The mean's 1/n goes into the gradient products (with n = 0 there are none).
+  // The mean's 1/n goes into dz (with n = 0 there is none).
   const double scale = a.reduction == LossReduction::kMean && n > 0 ? 1.0 / static_cast<double>(n) : 1.0;
   Pass pass;
   if (want_hidden) pass.grad_hidden = at::empty_like(hidden);
   if (want_weight) pass.grad_weight = at::zeros_like(a.weight);
   if (want_bias) pass.grad_bias = at::zeros_like(a.bias);
   const at::Tensor weight_t = a.weight.t();
-  at::Tensor loss_sum = at::zeros({}, hidden.options().dtype(at::kDouble));
-  at::Tensor correct = at::zeros({}, a.targets.options());
+  double loss_sum = 0;
   for (int64_t r0 = 0; r0 < n; r0 += rows) {
     const int64_t c = std::min(rows, n - r0);
     const at::Tensor h = hidden.narrow(0, r0, c);
-    const at::Tensor t = a.targets.narrow(0, r0, c).unsqueeze(1);
     at::Tensor z = a.bias.defined() ? at::addmm(a.bias, h, weight_t) : at::mm(h, weight_t);
-    correct += z.argmax(1).eq(t.squeeze(1)).sum();
-    const at::Tensor picked = z.gather(1, t);
-    // In place, one exp per logit: z - max, then e^(z - max), whose row sum gives logsumexp.
-    const at::Tensor max = z.amax(1, /*keepdim=*/true);
-    z.sub_(max).exp_();
-    const at::Tensor sum = z.sum(1, /*keepdim=*/true);
-    loss_sum += (max + sum.log() - picked).sum(at::kDouble);
+    // The loss, and with a gradient z becomes dz = scale (softmax - onehot(t)), in three passes per row.
+    const int64_t* t = a.targets.data_ptr<int64_t>() + r0;
+    const kernels::CrossEntropyRows r =
+        z.scalar_type() == at::kDouble
+            ? kernels::softmax_cross_entropy_rows<double>(z.data_ptr<double>(), c, vocab, t, want_any, scale, kOp)
+            : kernels::softmax_cross_entropy_rows<float>(z.data_ptr<float>(), c, vocab, t, want_any,
+                                                         static_cast<float>(scale), kOp);
+    loss_sum += r.loss_sum;
+    pass.correct += r.correct;
     if (!want_any) continue;
-    // z becomes dz = softmax - onehot(t).
-    z.div_(sum).scatter_add_(1, t, at::full({c, 1}, -1.0, z.options()));
     if (want_hidden) {
       at::Tensor out = pass.grad_hidden.narrow(0, r0, c);
-      at::addmm_out(out, out, z, a.weight, /*beta=*/0, /*alpha=*/scale);
+      at::mm_out(out, z, a.weight);
     }
-    if (want_weight) pass.grad_weight.addmm_(z.t(), h, /*beta=*/1, /*alpha=*/scale);
-    if (want_bias) pass.grad_bias.add_(z.sum(0), scale);
+    if (want_weight) pass.grad_weight.addmm_(z.t(), h);
+    if (want_bias) pass.grad_bias.add_(z.sum(0));
   }
   // The mean over no rows is 0 / 0 = NaN, as torch's cross_entropy gives; their sum is 0.
-  const double total = loss_sum.item<double>();
-  pass.loss = at::scalar_tensor(a.reduction == LossReduction::kMean ? total / static_cast<double>(n) : total,
+  pass.loss = at::scalar_tensor(a.reduction == LossReduction::kMean ? loss_sum / static_cast<double>(n) : loss_sum,
                                 hidden.options());
-  pass.correct = correct.item<int64_t>();
   if (want_hidden && a.kept_rows.defined()) {
     pass.grad_hidden =
         at::zeros({a.rows, hidden.size(1)}, hidden.options()).index_copy_(0, a.kept_rows, pass.grad_hidden);
