@@ -37,7 +37,7 @@ struct LinearCrossEntropy {
 // on the CPU. Gradients are computed only in grad mode for the inputs that
 // require them; a double backward is refused. Throws c10::ValueError naming
 // the argument: "[linear_cross_entropy] targets must be in [0, 8000) or
-// ignore_index (-100), got 8000".
+// ignore_index (-100), got 8000"; V is at most 2^24 ("vocab must be <= 16777216").
 LinearCrossEntropy linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                                         const at::Tensor& targets, const LinearCrossEntropyOptions& options = {});
 

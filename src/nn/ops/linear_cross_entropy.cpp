@@ -135,11 +135,12 @@ Pass run_chunks(const Checked& a, bool want_hidden, bool want_weight, bool want_
     at::Tensor z = a.bias.defined() ? at::addmm(a.bias, h, weight_t) : at::mm(h, weight_t);
     // The loss, and with a gradient z becomes dz = scale (softmax - onehot(t)), in three passes per row.
     const int64_t* t = a.targets.data_ptr<int64_t>() + r0;
-    const kernels::CrossEntropyRows r =
-        z.scalar_type() == at::kDouble
-            ? kernels::softmax_cross_entropy_rows<double>(z.data_ptr<double>(), c, vocab, t, want_any, scale, kOp)
-            : kernels::softmax_cross_entropy_rows<float>(z.data_ptr<float>(), c, vocab, t, want_any,
-                                                         static_cast<float>(scale), kOp);
+    const kernels::CrossEntropyRows r = detail::translate_errors([&] {  // e.g. V above 2^24
+      return z.scalar_type() == at::kDouble
+                 ? kernels::softmax_cross_entropy_rows<double>(z.data_ptr<double>(), c, vocab, t, want_any, scale, kOp)
+                 : kernels::softmax_cross_entropy_rows<float>(z.data_ptr<float>(), c, vocab, t, want_any,
+                                                              static_cast<float>(scale), kOp);
+    });
     loss_sum += r.loss_sum;
     pass.correct += r.correct;
     if (!want_any) continue;
