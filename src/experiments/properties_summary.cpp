@@ -53,7 +53,7 @@ struct StageStops {
   int64_t most_steps = 0;  // the stage's step cap (the largest when runs differ)
   int64_t runs = 0;
   int64_t stopped_early = 0;  // patience ran out before the cap
-  int64_t best_at_cap = 0;    // still improving at the cap: the best checkpoint is the last step
+  int64_t best_at_most_steps = 0;  // still improving at the cap: the best checkpoint is the last step
   std::vector<double> best_steps;
 };
 
@@ -90,7 +90,7 @@ std::string summarize_properties(const fs::path& suite_dir) {
       it->most_steps = std::max(it->most_steps, cap);
       it->runs += 1;
       it->stopped_early += cap > 0 && stages[k].last_step < cap;
-      it->best_at_cap += cap > 0 && stages[k].best_step >= cap;
+      it->best_at_most_steps += cap > 0 && stages[k].best_step >= cap;
       it->best_steps.push_back(static_cast<double>(stages[k].best_step));
     }
   }
@@ -169,7 +169,7 @@ std::string summarize_properties(const fs::path& suite_dir) {
     const size_t n = s.best_steps.size();
     const double median = n % 2 ? s.best_steps[n / 2] : (s.best_steps[n / 2 - 1] + s.best_steps[n / 2]) / 2;
     stopping.push_back({{"stage", s.stage}, {"most_steps", s.most_steps}, {"runs", s.runs},
-                        {"stopped_early", s.stopped_early}, {"best_at_most_steps", s.best_at_cap},
+                        {"stopped_early", s.stopped_early}, {"best_at_most_steps", s.best_at_most_steps},
                         {"median_best_step", median}});
   }
   j["stopping"] = stopping;
