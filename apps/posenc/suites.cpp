@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "posenc/error.h"
+#include "posenc/experiments/extrapolation_summary.h"
 #include "posenc/experiments/properties.h"
 #include "posenc/io/atomic_file.h"
 #include "posenc/training/experiment.h"
@@ -70,6 +71,21 @@ std::string extrapolation_table(const nn::SuiteSummary& s) {
     out += "\n";
   }
   return out;
+}
+
+// "paired t-tests: 765, p < 0.05 in 212 (...)": how many pairs the summary compared.
+std::string comparisons_line(const std::string& summary_json) {
+  int64_t n = 0, significant = 0;
+  const json summary = json::parse(summary_json);  // named: a range-for would not keep a temporary alive
+  for (const json& c : summary.at("comparisons")) {
+    ++n;
+    significant += c.at("p").is_number() && c.at("p").get<double>() < 0.05;
+  }
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "paired t-tests on log perplexity: %lld, p < 0.05 in %lld (summary.json: comparisons)\n",
+                static_cast<long long>(n), static_cast<long long>(significant));
+  return text;
 }
 
 class ExtrapolationSuite final : public Suite {
@@ -234,8 +250,8 @@ std::string summarize_suite(const fs::path& dir, std::string* json_text) {
     table = experiments::properties_table(text);
   } else if (suite == "extrapolation") {
     const nn::SuiteSummary summary = nn::summarize_experiment(dir);
-    text = nn::summary_json(summary);
-    table = extrapolation_table(summary);
+    text = experiments::extrapolation_summary_json(summary);
+    table = extrapolation_table(summary) + comparisons_line(text);
   } else {
     fail_runtime(kOp, dir.string(), "/suite.json names an unknown suite '", suite, "'");
   }

@@ -1,10 +1,14 @@
 // summary.json as Markdown (posenc/experiments/summary_markdown.h).
 #include "posenc/experiments/summary_markdown.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc/error.h"
@@ -132,6 +136,74 @@ std::string properties_markdown(const json& j) {
   return out.str();
 }
 
+// The comparison of rows a and b at a length, as b / a when flipped; null when not tested.
+const json* find_comparison(const json& comparisons, int64_t seq_len, const std::string& a, const std::string& b,
+                            bool* flipped) {
+  for (const json& c : comparisons) {
+    if (c.at("seq_len").get<int64_t>() != seq_len) continue;
+    if (c.at("a") == a && c.at("b") == b) {
+      *flipped = false;
+      return &c;
+    }
+    if (c.at("a") == b && c.at("b") == a) {
+      *flipped = true;
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+// "0.87× (p 0.012)": perplexity of `a` over `b`, geometric mean over the shared seeds.
+std::string ratio_cell(const json& comparisons, int64_t seq_len, const std::string& a, const std::string& b) {
+  bool flipped = false;
+  const json* c = find_comparison(comparisons, seq_len, a, b, &flipped);
+  if (c == nullptr) return "—";
+  const double ratio = std::exp((flipped ? -1 : 1) * c->at("mean_log_ratio").get<double>());
+  return format("%.2f×", ratio) + " (p " + p_value(c->at("p")) + ")";
+}
+
+// Two tables from the paired t-tests on log perplexity: at each length the
+// lowest mean perplexity against the next lowest, and every row against the first.
+std::string extrapolation_comparisons_markdown(const json& j) {
+  const json& comparisons = j.at("comparisons");
+  const json& rows = j.at("rows");
+  int64_t significant = 0;
+  for (const json& c : comparisons) significant += c.at("p").is_number() && c.at("p").get<double>() < 0.05;
+  std::ostringstream out;
+  out << "\nPaired t-tests over shared seeds on the test loss (log perplexity); a ratio is the geometric mean over "
+         "seeds of one perplexity over the other, p two-sided. "
+      << comparisons.size() << " pairs in all, " << significant
+      << " with p < 0.05 (summary.json: comparisons).\n\n| length | lowest | next | lowest / next |\n|---|---|---|---|\n";
+  const std::vector<int64_t> lengths = j.at("lengths").get<std::vector<int64_t>>();
+  for (size_t k = 0; k < lengths.size(); ++k) {
+    std::vector<std::pair<double, std::string>> ranked;
+    for (const json& r : rows) {
+      const json& c = r.at("test_perplexity").at(k);
+      if (c.contains("perplexity_mean")) ranked.emplace_back(c.at("perplexity_mean").get<double>(), r.at("encoding").get<std::string>());
+    }
+    if (ranked.size() < 2) continue;
+    std::sort(ranked.begin(), ranked.end());
+    out << "| " << lengths[k] << " | " << ranked[0].second << " | " << ranked[1].second << " |"
+        << cell_text(ratio_cell(comparisons, lengths[k], ranked[0].second, ranked[1].second)) << "\n";
+  }
+  if (rows.size() < 2) return out.str();
+  const std::string reference = rows.front().at("encoding").get<std::string>();
+  out << "\nAgainst " << reference << " (perplexity of the encoding over " << reference << "'s):\n\n| encoding |";
+  std::string rule = "|---|";
+  for (int64_t L : lengths) {
+    out << " " << L << " |";
+    rule += "---|";
+  }
+  out << "\n" << rule << "\n";
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const std::string name = rows[r].at("encoding").get<std::string>();
+    out << "| " << name << " |";
+    for (int64_t L : lengths) out << cell_text(ratio_cell(comparisons, L, name, reference));
+    out << "\n";
+  }
+  return out.str();
+}
+
 std::string extrapolation_markdown(const json& j) {
   std::ostringstream out;
   out << "| encoding |";
@@ -161,6 +233,8 @@ std::string extrapolation_markdown(const json& j) {
   }
   if (!notes.empty()) out << "\n";
   for (size_t n = 0; n < notes.size(); ++n) out << "[" << n + 1 << "] " << notes[n] << "\n";
+  // One seed each (as --quick runs) pairs nothing: no tables of dashes.
+  if (j.contains("comparisons") && !j.at("comparisons").empty()) out << extrapolation_comparisons_markdown(j);
   return out.str();
 }
 

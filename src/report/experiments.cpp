@@ -102,6 +102,8 @@ std::string fixed_text(double v, int decimals) {
   return text;
 }
 
+std::string p_text(double p) { return p < 0.001 ? std::string("&lt;0.001") : fixed_text(p, 3); }
+
 std::string stat_text(const Stat& s, int decimals) {
   if (s.seeds == 0) return "n/a";
   std::string t = fixed_text(s.mean, decimals);

@@ -1,9 +1,14 @@
-// The "extrapolation" suite (summary_json in src/training/experiment.cpp): the
-// table of test perplexity per encoding and length, and the figure of
-// perplexity against length, one line and +-1 sd band per encoding.
+// The "extrapolation" suite (summary_json in src/training/experiment.cpp,
+// comparisons in src/experiments/extrapolation_summary.cpp): the table of test
+// perplexity per encoding and length, the figure of perplexity against length,
+// one line and +-1 sd band per encoding, and where the summary has paired
+// comparisons, the lowest perplexity at each length against the next.
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments_internal.h"
@@ -24,11 +29,21 @@ struct Row {
   std::vector<Cell> cells;  // one per length, in the summary's order
 };
 
+// A paired t-test on log perplexity between rows a and b at one length.
+struct Comparison {
+  int64_t seq_len = 0;
+  std::string a, b;
+  double mean_log_ratio = 0;  // mean over seeds of log(perplexity_a / perplexity_b)
+  std::optional<double> p;
+  int64_t seeds = 0;
+};
+
 struct Extrapolation {
   int64_t train_seq_len = 0;
   int64_t runs = 0;
   std::vector<int64_t> lengths;
   std::vector<Row> rows;
+  std::vector<Comparison> comparisons;  // empty for a summary written before they were
 };
 
 Extrapolation parse(const Json& j, const SummaryReader& r) {
@@ -71,7 +86,67 @@ Extrapolation parse(const Json& j, const SummaryReader& r) {
     }
     e.rows.push_back(std::move(row));
   }
+  if (!j.is_object() || !j.contains("comparisons")) return e;
+  const auto is_row = [&e](const std::string& name) {
+    return std::any_of(e.rows.begin(), e.rows.end(), [&name](const Row& row) { return row.encoding == name; });
+  };
+  const Json& comparisons = r.array(j, "comparisons", "");
+  for (size_t k = 0; k < comparisons.size(); ++k) {
+    const std::string path = item_path("comparisons", k);
+    const Json& c = comparisons[k];
+    Comparison cmp{r.count(c, "seq_len", path),    r.text(c, "a", path),
+                   r.text(c, "b", path),           r.number(c, "mean_log_ratio", path),
+                   r.number_or_null(c, "p", path), r.count(c, "seeds", path)};
+    if (std::find(e.lengths.begin(), e.lengths.end(), cmp.seq_len) == e.lengths.end()) {
+      r.invalid(field_path(path, "seq_len"));
+    }
+    if (!is_row(cmp.a)) r.invalid(field_path(path, "a"));
+    if (!is_row(cmp.b)) r.invalid(field_path(path, "b"));
+    if (cmp.p && !(*cmp.p >= 0 && *cmp.p <= 1)) r.invalid(field_path(path, "p"));
+    e.comparisons.push_back(std::move(cmp));
+  }
   return e;
+}
+
+// At each length, the row of lowest mean perplexity against the next lowest:
+// their perplexity ratio (geometric mean over the shared seeds) and paired p.
+std::string lowest_against_next(const Extrapolation& e) {
+  if (e.comparisons.empty()) return "";  // one seed each, or a summary from before the comparisons
+  std::string h;
+  for (size_t k = 0; k < e.lengths.size(); ++k) {
+    std::vector<std::pair<double, std::string>> ranked;
+    for (const Row& row : e.rows) {
+      if (row.cells[k].perplexity.seeds > 0) ranked.emplace_back(row.cells[k].perplexity.mean, row.encoding);
+    }
+    if (ranked.size() < 2) continue;
+    std::partial_sort(ranked.begin(), ranked.begin() + 2, ranked.end());
+    const std::string &lowest = ranked[0].second, &next = ranked[1].second;
+    const Comparison* found = nullptr;
+    double sign = 1;
+    for (const Comparison& c : e.comparisons) {
+      if (c.seq_len != e.lengths[k]) continue;
+      if (c.a == lowest && c.b == next) found = &c, sign = 1;
+      if (c.a == next && c.b == lowest) found = &c, sign = -1;
+    }
+    h += "<tr><td>" + std::to_string(e.lengths[k]) + "</td><td class=\"name\">" + escape_html(lowest) +
+         "</td><td class=\"name\">" + escape_html(next) + "</td>";
+    if (found == nullptr) {
+      h += "<td class=\"na\" title=\"no shared seeds\">n/a</td><td class=\"na\">n/a</td><td></td></tr>\n";
+      continue;
+    }
+    const bool significant = found->p && *found->p < 0.05;
+    h += "<td>" + fixed_text(std::exp(sign * found->mean_log_ratio), 3) + "</td><td" +
+         (significant ? " class=\"significant\"" : "") + ">" + (found->p ? p_text(*found->p) : "n/a") +
+         (significant ? " *" : "") + "</td><td>" + std::to_string(found->seeds) + "</td></tr>\n";
+  }
+  if (h.empty()) return h;
+  return "<p class=\"how\">Lowest against next: at each length, the encoding of lowest mean perplexity against "
+         "the runner-up, by a paired t-test on the test loss (log perplexity) over the seeds both have (runs of one "
+         "seed share their data order, so most of the spread over seeds is shared). Ratio: the geometric mean over "
+         "seeds of lowest / next; * p &lt; 0.05, two-sided, no correction for multiple comparisons. Every pair is "
+         "in summary.json (comparisons).</p>\n<table>\n<tr><th>length</th><th class=\"name\">lowest</th><th "
+         "class=\"name\">next</th><th>ratio</th><th>p</th><th>seeds</th></tr>\n" +
+         h + "</table>\n";
 }
 
 struct Style {
@@ -193,6 +268,7 @@ ExperimentSection render_extrapolation(const Json& summary, const SummaryReader&
     }
     h += "</ol>\n";
   }
+  h += lowest_against_next(e);
   h += "</section>\n";
   section.html = std::move(h);
   return section;

@@ -55,6 +55,8 @@ Stat read_stat(const SummaryReader& r, const Json& object, const std::string& pa
 
 // v with `decimals` decimals; "n/a" for a non-finite v.
 std::string fixed_text(double v, int decimals);
+// A p-value as the tables show it: "&lt;0.001", else 3 decimals.
+std::string p_text(double p);
 // "218.44 ± 1.20"; "218.44" with one seed (no spread to show); "n/a" with none.
 std::string stat_text(const Stat& s, int decimals);
 // Decimals that show a perplexity to about 4 significant digits.

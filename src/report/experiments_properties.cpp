@@ -205,10 +205,6 @@ std::optional<double> best_of(const std::vector<const Stat*>& stats, bool lower)
   return best;
 }
 
-std::string p_text(double p) {
-  return p < 0.001 ? std::string("&lt;0.001") : fixed_text(p, 3);
-}
-
 // "translation_invariance" -> "translation invariance";
 // "identical_word_attention.symmetry" -> "identical-word attention: symmetry".
 std::string indicator_name(std::string_view key) {

@@ -288,7 +288,7 @@ SuiteSummary summarize_experiment(const fs::path& suite_dir) {
   const std::vector<StoredResult> results = read_run_results(suite_dir);
   // encoding -> seq_len -> (perplexities, first error); encodings in first-seen order of the plan names.
   std::vector<std::string> order;
-  std::map<std::string, std::map<int64_t, std::pair<std::vector<double>, std::string>>> cells;
+  std::map<std::string, std::map<int64_t, std::pair<std::vector<std::pair<uint64_t, double>>, std::string>>> cells;
   for (const StoredResult& stored : results) {
     const json& j = stored.json;
     const RunOutcome o = outcome_from(j, stored.path);
@@ -302,7 +302,7 @@ SuiteSummary summarize_experiment(const fs::path& suite_dir) {
         if (std::find(s.lengths.begin(), s.lengths.end(), l.seq_len) == s.lengths.end()) s.lengths.push_back(l.seq_len);
         auto& cell = cells[name][l.seq_len];
         if (l.error.empty()) {
-          cell.first.push_back(std::exp(l.loss));
+          cell.first.emplace_back(o.seed, l.loss);
         } else if (cell.second.empty()) {
           cell.second = l.error;
         }
@@ -316,10 +316,14 @@ SuiteSummary summarize_experiment(const fs::path& suite_dir) {
     for (int64_t L : s.lengths) {
       SummaryCell c;
       c.seq_len = L;
-      const auto& [values, error] = cells[encoding][L];
+      auto& [losses, error] = cells[encoding][L];
       c.error = error;
       // A length where some seed could not be evaluated is not applicable as a whole.
-      if (error.empty() && !values.empty()) {
+      if (error.empty() && !losses.empty()) {
+        std::sort(losses.begin(), losses.end());
+        c.seed_losses = losses;
+        std::vector<double> values;
+        for (const auto& [seed, loss] : losses) values.push_back(std::exp(loss));
         c.seeds = static_cast<int64_t>(values.size());
         double sum = 0;
         for (double v : values) sum += v;

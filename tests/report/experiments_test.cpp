@@ -124,10 +124,31 @@ TEST(ExperimentsExtrapolation, FigureHasOneLinePerEncodingColouredByFamily) {
             s.figures[0].png);
 }
 
+// The paired comparisons: at each length the lowest mean perplexity against the
+// next, the ratio lowest / next (flipped where the summary tested next - lowest),
+// p marked below 0.05; a summary without comparisons has no such table.
+TEST(ExperimentsExtrapolation, LowestAgainstNextFromThePairedComparisons) {
+  const std::string& h = extrapolation().html;
+  EXPECT_EQ(occurrences(h, "<p class=\"how\">Lowest against next:"), 1u);
+  EXPECT_EQ(occurrences(h, "<tr><td>64</td><td class=\"name\">rope</td><td class=\"name\">rope+yarn</td>"
+                           "<td>1.000</td><td>1.000</td><td>3</td></tr>"),
+            1u);
+  EXPECT_EQ(occurrences(h, "<tr><td>128</td><td class=\"name\">alibi</td><td class=\"name\">rope+yarn</td>"
+                           "<td>0.921</td><td class=\"significant\">0.004 *</td><td>3</td></tr>"),
+            1u);
+  EXPECT_EQ(occurrences(h, "<tr><td>256</td><td class=\"name\">alibi</td><td class=\"name\">rope+yarn</td>"
+                           "<td>0.795</td><td class=\"significant\">&lt;0.001 *</td><td>2</td></tr>"),
+            1u);
+  Json j = fixture("extrapolation_summary.json");
+  j.erase("comparisons");
+  EXPECT_EQ(render_experiment(j, kSource, "ext", "ext").html.find("Lowest against next"), std::string::npos);
+}
+
 TEST(ExperimentsExtrapolation, NoRowsIsANoteNotAnError) {
   Json j = fixture("extrapolation_summary.json");
   j["rows"] = Json::array();
   j["lengths"] = Json::array();
+  j["comparisons"] = Json::array();
   const ExperimentSection s = render_experiment(j, kSource, "ext", "ext");
   EXPECT_TRUE(s.figures.empty());
   EXPECT_NE(s.html.find("No run has a result yet."), std::string::npos);
@@ -271,6 +292,13 @@ TEST(Experiments, MalformedSummariesAreRefusedWordForWord) {
        "missing or invalid field 'rows[0].test_perplexity[2].perplexity_mean'"},
       {"extrapolation_summary.json", [](Json& j) { j["rows"][0]["test_perplexity"].erase(2); },
        "missing or invalid field 'rows[0].test_perplexity'"},
+      {"extrapolation_summary.json", [](Json& j) { j["comparisons"][1]["a"] = "xl"; },
+       "missing or invalid field 'comparisons[1].a'"},
+      {"extrapolation_summary.json", [](Json& j) { j["comparisons"][0]["seq_len"] = 100; },
+       "missing or invalid field 'comparisons[0].seq_len'"},
+      {"extrapolation_summary.json", [](Json& j) { j["comparisons"][2]["p"] = 2; },
+       "missing or invalid field 'comparisons[2].p'"},
+      {"extrapolation_summary.json", [](Json& j) { j["comparisons"] = 1; }, "missing or invalid field 'comparisons'"},
       {"properties_summary.json", [](Json& j) { j.erase("rows"); }, "missing or invalid field 'rows'"},
       {"properties_summary.json", [](Json& j) { j["rows"][1]["scores"][0]["mean"] = "0.5"; },
        "missing or invalid field 'rows[1].scores[0].mean'"},

@@ -42,6 +42,49 @@ TEST(SummaryMarkdown, ExtrapolationCellsAndNotes) {
             "[2] table of 128 rows\n");
 }
 
+// With its comparisons: the lowest perplexity against the next at each length
+// (ratios flipped when the summary tested them the other way) and every row
+// against the first; a length with fewer than two rows has no line.
+TEST(SummaryMarkdown, ExtrapolationPairedComparisons) {
+  const std::string summary = R"({"suite": "extrapolation", "lengths": [128, 256],
+    "rows": [{"encoding": "none", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 40.0, "perplexity_sd": 1.0, "seeds": 2},
+               {"seq_len": 256, "perplexity_mean": 50.0, "perplexity_sd": 1.0, "seeds": 2}]},
+             {"encoding": "alibi", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 30.0, "perplexity_sd": 1.0, "seeds": 2},
+               {"seq_len": 256, "not_applicable": "no result"}]},
+             {"encoding": "rope", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 35.0, "perplexity_sd": 1.0, "seeds": 2},
+               {"seq_len": 256, "not_applicable": "no result"}]}],
+    "comparisons": [
+      {"seq_len": 128, "a": "none", "b": "alibi", "mean_log_ratio": 0.2876820724517809, "perplexity_ratio": 1.3333333333333333, "t": 9.0, "p": 0.0704},
+      {"seq_len": 128, "a": "none", "b": "rope", "mean_log_ratio": 0.13353139262452263, "perplexity_ratio": 1.1428571428571428, "t": 30.0, "p": 0.0212},
+      {"seq_len": 128, "a": "alibi", "b": "rope", "mean_log_ratio": -0.15415067982725836, "perplexity_ratio": 0.8571428571428571, "t": null, "p": 0.0}]})";
+  EXPECT_EQ(summary_markdown(summary),
+            "| encoding | 128 | 256 |\n"
+            "|---|---|---|\n"
+            "| none | 40.0 ± 1.0 | 50.0 ± 1.0 |\n"
+            "| alibi | 30.0 ± 1.0 | n/a [1] |\n"
+            "| rope | 35.0 ± 1.0 | n/a [1] |\n"
+            "\n"
+            "[1] no result\n"
+            "\n"
+            "Paired t-tests over shared seeds on the test loss (log perplexity); a ratio is the geometric mean over "
+            "seeds of one perplexity over the other, p two-sided. 3 pairs in all, 2 with p < 0.05 (summary.json: "
+            "comparisons).\n"
+            "\n"
+            "| length | lowest | next | lowest / next |\n"
+            "|---|---|---|---|\n"
+            "| 128 | alibi | rope | 0.86× (p < 0.001) |\n"
+            "\n"
+            "Against none (perplexity of the encoding over none's):\n"
+            "\n"
+            "| encoding | 128 | 256 |\n"
+            "|---|---|---|\n"
+            "| alibi | 0.75× (p 0.070) | — |\n"
+            "| rope | 0.88× (p 0.021) | — |\n");
+}
+
 TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
   const std::string summary = R"({"suite": "properties", "tasks": [{"name": "pos", "metric": "accuracy"}],
     "rows": [{"encoding": "none", "group": "none", "pretraining": {"mean": 394.56, "sd": 4.23, "seeds": 5},

@@ -10,7 +10,9 @@ namespace posenc::experiments {
 // properties: the scores with the probes of each encoding (mean ± sd over
 // seeds), paired t-tests of every encoding against the first row's, and the
 // probe-score correlations. extrapolation: test perplexity per evaluation
-// length, each n/a cell's reason as a numbered note. Throws
+// length, each n/a cell's reason as a numbered note, and where the summary
+// has its paired comparisons, the lowest perplexity at each length against
+// the next and every row against the first (perplexity ratios, p). Throws
 // std::invalid_argument naming a summary it cannot read.
 std::string summary_markdown(const std::string& summary_json);
 

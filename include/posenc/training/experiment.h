@@ -84,6 +84,9 @@ struct SummaryCell {
   double sd = 0;      // sample standard deviation (0 with one seed)
   int64_t seeds = 0;  // evaluated seeds; 0: not applicable (e.g. learned beyond its table)
   std::string error;  // the first run's reason when not applicable
+  // (seed, test loss = log perplexity) of each evaluated seed, by seed: runs
+  // of one seed share their data order, so encodings compare paired by seed.
+  std::vector<std::pair<uint64_t, double>> seed_losses;
 };
 struct SummaryRow {
   std::string encoding;  // a registry name, or "rope+linear" for rope evaluated with that extension
