@@ -7,16 +7,12 @@
 #include <cstddef>
 #include <vector>
 
+#include "json_numbers.h"
 #include "posenc/analysis/statistics.h"
 
 namespace posenc::experiments {
-namespace {
 
 using nlohmann::ordered_json;
-
-ordered_json number_or_null(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); }
-
-}  // namespace
 
 std::string extrapolation_summary_json(const nn::SuiteSummary& summary) {
   ordered_json j = ordered_json::parse(nn::summary_json(summary));

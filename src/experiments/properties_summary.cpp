@@ -16,6 +16,7 @@
 #include "posenc/experiments/properties.h"
 #include "posenc/nn/encoding_registry.h"
 #include "posenc/training/experiment.h"
+#include "json_numbers.h"
 #include "properties_format.h"
 
 namespace posenc::experiments {
@@ -44,8 +45,6 @@ ordered_json stats_json(const std::vector<double>& v) {
   const analysis::MeanSd s = analysis::mean_sd(v);
   return {{"mean", s.mean}, {"sd", s.sd}, {"seeds", s.n}};
 }
-
-ordered_json number_or_null(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); }
 
 // How a stage ended across runs: the evidence for "trained to a plateau".
 struct StageStops {

@@ -64,6 +64,13 @@ std::string p_value(const json& p) {
   return v < 0.001 ? "< 0.001" : format("%.3f", v);
 }
 
+// Comparisons with p < 0.05; a null p (not finite) counts as not.
+int64_t significant_count(const json& comparisons) {
+  int64_t n = 0;
+  for (const json& c : comparisons) n += c.at("p").is_number() && c.at("p").get<double>() < 0.05;
+  return n;
+}
+
 std::string properties_markdown(const json& j) {
   std::vector<std::string> tasks, metrics;
   for (const json& t : j.at("tasks")) {
@@ -90,8 +97,7 @@ std::string properties_markdown(const json& j) {
   }
 
   const std::string reference = rows.empty() ? "" : rows.front().at("encoding").get<std::string>();
-  int64_t significant = 0;
-  for (const json& c : j.at("comparisons")) significant += c.at("p").is_number() && c.at("p").get<double>() < 0.05;
+  const int64_t significant = significant_count(j.at("comparisons"));
   out << "\nPaired t-tests over shared seeds against " << reference << " (difference of test scores, encoding minus "
       << reference << "; p two-sided). " << j.at("comparisons").size() << " pairs in all, " << significant
       << " with p < 0.05 (summary.json: comparisons).\n\n| encoding |";
@@ -167,8 +173,7 @@ std::string ratio_cell(const json& comparisons, int64_t seq_len, const std::stri
 std::string extrapolation_comparisons_markdown(const json& j) {
   const json& comparisons = j.at("comparisons");
   const json& rows = j.at("rows");
-  int64_t significant = 0;
-  for (const json& c : comparisons) significant += c.at("p").is_number() && c.at("p").get<double>() < 0.05;
+  const int64_t significant = significant_count(comparisons);
   std::ostringstream out;
   out << "\nPaired t-tests over shared seeds on the test loss (log perplexity); a ratio is the geometric mean over "
          "seeds of one perplexity over the other, p two-sided. "
