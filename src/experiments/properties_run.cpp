@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "early_stopping.h"
 #include "posenc/analysis/identical_word.h"
@@ -16,6 +17,7 @@
 #include "posenc/error.h"
 #include "posenc/experiments/properties.h"
 #include "posenc/io/atomic_file.h"
+#include "posenc/training/experiment.h"
 #include "properties_format.h"
 
 namespace posenc::experiments {
@@ -77,7 +79,15 @@ std::optional<Probe> table_probe(const fs::path& checkpoint, int64_t n) {
 json identity_of(const nn::TrainConfig& resolved) {
   json j = json::parse(nn::train_config_json(resolved));
   for (const char* volatile_field : {"threads", "posenc_version", "init_from"}) j.erase(volatile_field);
-  return j;
+  return nn::suite_relative_data(std::move(j));
+}
+
+// A stored identity with its stages' data named as the suite's layout names it (older results: absolute paths).
+json suite_relative_stages(json identity) {
+  if (identity.is_object() && identity.contains("stages") && identity["stages"].is_array()) {
+    for (json& stage : identity["stages"]) stage = nn::suite_relative_data(std::move(stage));
+  }
+  return identity;
 }
 
 // The stages' configs, resolved; the tasks' init_from is set once pretraining has its best checkpoint.
@@ -168,9 +178,10 @@ PropertiesOutcome run_properties(const PropertiesRun& run, const PropertiesPlan&
   }
   if (fs::exists(result_path, ec)) {
     const json stored = read_result(result_path);
-    if (stored.value("config", json()) != identity) {
+    const json stored_identity = suite_relative_stages(stored.value("config", json()));
+    if (stored_identity != identity) {
       fail_runtime(kOp, result_path.string(), " was written for another configuration (",
-                   first_difference(stored.value("config", json()), identity), " differs): use another --out");
+                   first_difference(stored_identity, identity), " differs): use another --out");
     }
     PropertiesOutcome o = outcome_from_result(stored, result_path);
     o.reused = true;

@@ -95,6 +95,23 @@ RunOutcome outcome_from(const json& j, const fs::path& path) {
 
 }  // namespace
 
+json suite_relative_data(json config) {
+  if (!config.is_object() || !config.contains("task_options") || !config["task_options"].is_object()) return config;
+  json& options = config["task_options"];
+  if (!options.contains("data") || !options["data"].is_string()) return config;
+  std::vector<std::string> parts;
+  for (const fs::path& part : fs::path(options["data"].get<std::string>()).lexically_normal()) {
+    if (!part.empty()) parts.push_back(part.string());
+  }
+  const size_t n = parts.size();
+  if (n >= 1 && parts[n - 1] == "corpus") {
+    options["data"] = "corpus";
+  } else if (n >= 3 && parts[n - 3] == "corpus" && parts[n - 2] == "tasks") {
+    options["data"] = "corpus/tasks/" + parts[n - 1];
+  }
+  return config;
+}
+
 json read_experiment_json(const fs::path& path) {
   try {
     return json::parse(io::read_regular_file(kOp, path.string()));
@@ -206,7 +223,7 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
   const TrainConfig config = resolve_train_config(run.config);
   const fs::path dir = suite_dir / "runs" / run.name;
   const fs::path result_path = dir / "result.json";
-  const json identity = identity_of(config);
+  const json identity = suite_relative_data(identity_of(config));
   // Only a plain "rope" model is evaluated with the extensions (they scale its one rotary part).
   const std::vector<std::string> extensions = config.encoding == "rope" ? rope_extensions : std::vector<std::string>{};
   std::error_code ec;
@@ -230,10 +247,11 @@ RunOutcome run_experiment(const ExperimentRun& run, const fs::path& suite_dir, c
       fail_runtime(kOp, result_path.string(), ": not a run result of this posenc (format ", kResultFormat, ")");
     }
     const json stored_extensions = stored.value("extensions_asked", json::array());
-    if (stored["config"] != identity || stored.value("lengths_asked", json()) != json(lengths) ||
+    const json stored_identity = suite_relative_data(stored["config"]);
+    if (stored_identity != identity || stored.value("lengths_asked", json()) != json(lengths) ||
         stored_extensions != json(extensions)) {
       fail_runtime(kOp, result_path.string(), " was written for another configuration (",
-                   stored["config"] != identity                             ? first_difference(stored["config"], identity)
+                   stored_identity != identity                              ? first_difference(stored_identity, identity)
                    : stored.value("lengths_asked", json()) != json(lengths) ? std::string("other lengths")
                                                                             : std::string("other rope extensions"),
                    "): use another --out");

@@ -55,6 +55,24 @@ def test_quick_suite_runs_resumes_and_reports(tree, tmp_path):  # noqa: F811
     assert sum("done before" in line for line in again.stdout.splitlines()) == 4
     assert json.loads((out / "summary.json").read_text()) == summary
 
+    # The results copied elsewhere (suite.json and runs/*/result.json, as docs/results/ holds them) are all
+    # reused: a result names its data by the suite's layout, not by the path of the directory that held it;
+    # an older result's absolute path is read the same way.
+    assert result["config"]["task_options"]["data"] == "corpus"
+    moved = tmp_path / "elsewhere" / "suite"
+    moved.mkdir(parents=True)
+    shutil.copy(out / "suite.json", moved)
+    for name in ("none-s0", "learned-s0", "rope-s0", "alibi-s0"):
+        stored = json.loads((out / "runs" / name / "result.json").read_text())
+        if name == "none-s0":
+            stored["config"]["task_options"]["data"] = "/old/checkout/out/suite/corpus"
+        (moved / "runs" / name).mkdir(parents=True)
+        (moved / "runs" / name / "result.json").write_text(json.dumps(stored))
+    copied = suite(root, moved)
+    assert copied.returncode == 0, copied.stderr
+    assert sum("done before" in line for line in copied.stdout.splitlines()) == 4
+    assert json.loads((moved / "summary.json").read_text())["rows"] == summary["rows"]
+
     # An interrupted run (no result, only its step-10 checkpoint) resumes to the same numbers.
     rope = out / "runs" / "rope-s0"
     (rope / "result.json").unlink()

@@ -107,6 +107,26 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
     assert sum("done before" in line for line in again.stdout.splitlines()) == 6
     assert json.loads((out / "summary.json").read_text()) == summary
 
+    # Copied elsewhere (suite.json and the results only), every run is reused: the stages name their data by the
+    # suite's layout; an older result's absolute paths are read the same way.
+    stored = json.loads((out / "runs" / "rope-s0" / "result.json").read_text())
+    assert [stage["task_options"]["data"] for stage in stored["config"]["stages"]] == \
+        ["corpus"] + [f"corpus/tasks/{task}" for task in ("lexname", "pos", "definition")]
+    moved = tmp_path / "elsewhere" / "suite"
+    moved.mkdir(parents=True)
+    shutil.copy(out / "suite.json", moved)
+    for result_path in (out / "runs").glob("*/result.json"):
+        stored = json.loads(result_path.read_text())
+        if result_path.parent.name == "none-s0":
+            for stage in stored["config"]["stages"]:
+                stage["task_options"]["data"] = "/old/checkout/out/suite/" + stage["task_options"]["data"]
+        (moved / "runs" / result_path.parent.name).mkdir(parents=True)
+        (moved / "runs" / result_path.parent.name / "result.json").write_text(json.dumps(stored))
+    copied = properties(root, moved)
+    assert copied.returncode == 0, copied.stderr
+    assert sum("done before" in line for line in copied.stdout.splitlines()) == 6
+    assert json.loads((moved / "summary.json").read_text())["rows"] == summary["rows"]
+
     # Interrupted inside fine-tuning (no result, the pos stage's last evaluation and checkpoint gone):
     # it resumes to the same numbers.
     run_dir = out / "runs" / "rope-s1"

@@ -1,6 +1,9 @@
 // The suites' default encodings follow the registry: every family a model can
 // take, after the suite's own list, so a family added later is in the next run.
+// A run's identity names its data by the suite's layout, not by where the suite lies.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <string>
@@ -54,6 +57,26 @@ TEST(ExperimentPlans, ExtrapolationRunsNoPEOnceAsNone) {
   EXPECT_EQ(std::count(e.begin(), e.end(), "nope"), 0);
   EXPECT_EQ(std::count(e.begin(), e.end(), "fire"), 1);
   EXPECT_EQ(std::count(e.begin(), e.end(), "cope"), 1);
+}
+
+TEST(ExperimentPlans, IdentityNamesDataByTheSuiteLayout) {
+  using nlohmann::json;
+  auto data_of = [](const std::string& data) {
+    return suite_relative_data(json{{"task_options", {{"data", data}, {"vocab_size", 8000}}}, {"seed", 1}});
+  };
+  EXPECT_EQ(data_of("/work/main/out/p/corpus"),
+            (json{{"task_options", {{"data", "corpus"}, {"vocab_size", 8000}}}, {"seed", 1}}));
+  EXPECT_EQ(data_of("/a/b/corpus/")["task_options"]["data"], "corpus");
+  EXPECT_EQ(data_of("rel/./corpus/tasks/lexname")["task_options"]["data"], "corpus/tasks/lexname");
+  EXPECT_EQ(data_of("corpus")["task_options"]["data"], "corpus");
+  EXPECT_EQ(data_of("corpus/tasks/pos")["task_options"]["data"], "corpus/tasks/pos");
+  // Not a suite's layout: kept as given.
+  EXPECT_EQ(data_of("/data/wiki.txt")["task_options"]["data"], "/data/wiki.txt");
+  EXPECT_EQ(data_of("/x/corpus/lexname")["task_options"]["data"], "/x/corpus/lexname");
+  EXPECT_EQ(data_of("")["task_options"]["data"], "");
+  EXPECT_EQ(suite_relative_data(json{{"seed", 1}}), (json{{"seed", 1}}));
+  EXPECT_EQ(suite_relative_data(json::array({1})), json::array({1}));
+  EXPECT_EQ(suite_relative_data(json{{"task_options", 3}}), (json{{"task_options", 3}}));
 }
 
 }  // namespace

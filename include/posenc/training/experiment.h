@@ -100,6 +100,14 @@ struct SuiteSummary {
   int64_t runs = 0;  // result.json files read
 };
 
+// A run's configuration as its result.json records it (its identity), with
+// task_options.data named as the suite directory's layout names it:
+// "corpus" or "corpus/tasks/NAME" where the path ends so, whatever directory
+// holds the suite. So a suite directory's finished runs are reused from any
+// copy of it (another checkout, another machine); results written before
+// 2026-11-29 hold the absolute path and are read the same way.
+nlohmann::json suite_relative_data(nlohmann::json config);
+
 // A JSON file of a suite directory; "[experiment] PATH: not valid JSON".
 nlohmann::json read_experiment_json(const std::filesystem::path& path);
 
