@@ -104,8 +104,8 @@ struct SuiteSummary {
 // task_options.data named as the suite directory's layout names it:
 // "corpus" or "corpus/tasks/NAME" where the path ends so, whatever directory
 // holds the suite. So a suite directory's finished runs are reused from any
-// copy of it (another checkout, another machine); results written before
-// 2026-11-29 hold the absolute path and are read the same way.
+// copy of it (another checkout, another machine); results of earlier
+// versions hold the absolute path and are read the same way.
 nlohmann::json suite_relative_data(nlohmann::json config);
 
 // A JSON file of a suite directory; "[experiment] PATH: not valid JSON".
