@@ -79,10 +79,11 @@ std::optional<Probe> table_probe(const fs::path& checkpoint, int64_t n) {
 json identity_of(const nn::TrainConfig& resolved) {
   json j = json::parse(nn::train_config_json(resolved));
   for (const char* volatile_field : {"threads", "posenc_version", "init_from"}) j.erase(volatile_field);
-  return nn::suite_relative_data(std::move(j));
+  return j;
 }
 
-// A stored identity with its stages' data named as the suite's layout names it (older results: absolute paths).
+// An identity with its stages' data named as the suite's layout names it: applied to the identity written and
+// to the one read back (older results hold absolute paths).
 json suite_relative_stages(json identity) {
   if (identity.is_object() && identity.contains("stages") && identity["stages"].is_array()) {
     for (json& stage : identity["stages"]) stage = nn::suite_relative_data(std::move(stage));
@@ -157,7 +158,7 @@ PropertiesOutcome run_properties(const PropertiesRun& run, const PropertiesPlan&
   // The tasks' data stay loaded for the whole run (the loader shares them only while a Task holds them).
   std::vector<nn::Task> loaded = {nn::Task::parse(configs.pretrain.task, configs.pretrain.task_options)};
   for (const nn::TrainConfig& c : configs.tasks) loaded.push_back(nn::Task::parse(c.task, c.task_options));
-  const json identity = plan_identity(configs, plan);
+  const json identity = suite_relative_stages(plan_identity(configs, plan));
   const fs::path dir = suite_dir / "runs" / run.name;
   const fs::path result_path = dir / "result.json";
   std::error_code ec;
