@@ -1,20 +1,10 @@
 #include "rope_table_command.h"
 
-#include <algorithm>
-
 #include "posenc/error.h"
 #include "posenc/hf/hf_config.h"
-#include "posenc/kernels/positions.h"
-#include "posenc/kernels/rope.h"
-#include "posenc/kernels/rope_seq_len.h"
+#include "posenc/kernels/rope_range.h"
 
 namespace posenc::cli {
-namespace {
-
-// Rows per cos/sin batch: bounded scratch (4M values each) however long the table.
-constexpr int64_t kBatchValues = int64_t{1} << 22;
-
-}  // namespace
 
 void RopeTableOptions::add_to(CLI::App& table) {
   const std::string group = "RoPE scaling (kind rope; Hugging Face rope_scaling keys, see docs/rope.md)";
@@ -132,31 +122,8 @@ std::optional<int64_t> RopeTableOptions::seq_len() const {
 Table make_rope_table(std::string_view kind, int64_t dim, double base, const kernels::RopeScaling& scaling,
                       std::optional<int64_t> seq_len, kernels::Precision precision, int64_t start,
                       int64_t positions) {
-  const char* op = "rope";
-  const kernels::RopeFrequencies f =
-      kernels::rope_frequencies(dim, base, scaling, kernels::range_seq_len(seq_len, start, positions), op);
-  kernels::validate_table_size(op, kernels::Positions::range(start, positions), dim);
-  kernels::RopeTableSpec spec;
-  spec.omega = f.inv_freq;
-  spec.attention_factor = f.attention_factor;
-  spec.precision = precision;
-
-  const int64_t half = dim / 2;
-  Table t{kind, positions, dim, {}};
-  t.values.resize(static_cast<size_t>(positions * dim));
-  const int64_t batch_rows = std::max<int64_t>(1, kBatchValues / half);
-  std::vector<float> cos(static_cast<size_t>(std::min(positions, batch_rows) * half));
-  std::vector<float> sin(cos.size());
-  for (int64_t first = 0; first < positions; first += batch_rows) {
-    const int64_t n = std::min(batch_rows, positions - first);
-    kernels::rope_cos_sin_range<float>(spec, start + first, n, cos.data(), sin.data());
-    for (int64_t r = 0; r < n; ++r) {
-      float* row = t.values.data() + (first + r) * dim;
-      std::copy_n(cos.data() + r * half, half, row);
-      std::copy_n(sin.data() + r * half, half, row + half);
-    }
-  }
-  return t;
+  const kernels::RopeConfig config{dim, base, scaling, precision};
+  return Table{kind, positions, dim, kernels::rope_range_rows<float>(config, seq_len, start, positions).values};
 }
 
 }  // namespace posenc::cli

@@ -11,7 +11,7 @@
 #include "posenc/io/tensor_file.h"
 #include "posenc/kernels/positions.h"
 #include "posenc/kernels/rope.h"
-#include "posenc/kernels/rope_seq_len.h"
+#include "posenc/kernels/rope_range.h"
 #include "posenc/kernels/rope_axes.h"
 #include "posenc/kernels/translation.h"
 #include "random_normal.h"
@@ -78,29 +78,19 @@ TableSource grid_source(std::string_view name, bool three_d, const kernels::Sinu
 TableSource rope_source(std::string_view name, int64_t dim, double base, const kernels::RopeScaling& scaling,
                         std::optional<int64_t> seq_len, kernels::Precision precision, int64_t start,
                         int64_t positions) {
-  const char* op = "rope";
-  const kernels::RopeFrequencies f =
-      kernels::rope_frequencies(dim, base, scaling, kernels::range_seq_len(seq_len, start, positions), op);
-  kernels::validate_table_size(op, kernels::Positions::range(start, positions), dim);
-  kernels::RopeTableSpec spec;
-  spec.omega = f.inv_freq;
-  spec.attention_factor = f.attention_factor;
-  spec.precision = precision;
-
-  const int64_t half = dim / 2;
-  std::vector<double> cos(static_cast<size_t>(positions * half)), sin(cos.size());
-  kernels::rope_cos_sin_range<double>(spec, start, positions, cos.data(), sin.data());
+  const kernels::RopeConfig config{dim, base, scaling, precision};
+  kernels::RopeRangeTable<double> rows = kernels::rope_range_rows<double>(config, seq_len, start, positions);
   TableSource s;
   s.name = std::string(name);
   s.description = "RoPE cache: cos(p * w_i) in [0, D/2), sin in [D/2, D), w_i = base^(-2i/D) (Su et al. 2021)";
   s.table = analysis::Matrix(positions, dim);
-  for (int64_t p = 0; p < positions; ++p) {
-    std::copy_n(cos.begin() + p * half, half, s.table.values.begin() + p * dim);
-    std::copy_n(sin.begin() + p * half, half, s.table.values.begin() + p * dim + half);
-  }
+  s.table.values = std::move(rows.values);
+  const int64_t half = dim / 2;
   // Pair i: sin in column D/2 + i, cos in column i, turning by delta * omega_i.
   std::vector<analysis::RotationPair> pairs(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) pairs[static_cast<size_t>(i)] = {half + i, i, f.inv_freq[static_cast<size_t>(i)]};
+  for (int64_t i = 0; i < half; ++i) {
+    pairs[static_cast<size_t>(i)] = {half + i, i, rows.frequencies.inv_freq[static_cast<size_t>(i)]};
+  }
   s.exact_operator = [dim, pairs](int64_t delta) { return analysis::rotation_operator(dim, pairs, delta); };
   return s;
 }
