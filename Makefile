@@ -23,16 +23,21 @@ build: configure
 # an interrupted run and does nothing for a finished one), then the report of
 # every family and of those models: out/report.html, out/report.json, out/figures/.
 # Experiment suites summarized under out/experiments (make experiments, or
-# posenc experiment report DIR) join the report as its Experiments section.
+# posenc experiment report DIR) join the report as its Experiments section;
+# for a suite with none there, its published default run (docs/results/
+# SUITE-default, when it holds a summary.json) joins instead.
 DEMO_RUNS := rope learned alibi
 DEMO_EXPERIMENTS = $(patsubst %/summary.json,%,$(wildcard out/experiments/*/summary.json))
+DEMO_PUBLISHED = $(foreach s,$(wildcard docs/results/*-default/summary.json),\
+  $(if $(wildcard out/experiments/$(patsubst docs/results/%-default/summary.json,%,$(s))/summary.json),,\
+    $(patsubst %/summary.json,%,$(s))))
 demo: build
 	for e in $(DEMO_RUNS); do \
 	  $(BUILD)/bin/posenc train --task order --encoding $$e --steps 150 --batch 16 --warmup 30 \
 	    --out out/runs/$$e --resume || exit 1; \
 	done
 	$(BUILD)/bin/posenc report --out out $(addprefix --model out/runs/,$(DEMO_RUNS)) \
-	  $(addprefix --experiments ,$(DEMO_EXPERIMENTS))
+	  $(addprefix --experiments ,$(DEMO_EXPERIMENTS) $(DEMO_PUBLISHED))
 
 # Under CI (CI=true) the test command also runs the sanitizer build of the
 # torch-free tests and each fuzzer (about 10 more minutes on 2 cores); a
