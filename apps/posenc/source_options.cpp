@@ -87,54 +87,51 @@ void ResourceOptions::check(std::string_view op, double bytes, double multiply_a
                " to allow it, or --force");
 }
 
-double parse_memory_size(const std::string& text, std::string_view op) {
+namespace {
+
+// "12.5", "16G", "90s": a number > 0 times the unit of an optional one-letter
+// suffix (unit_of gives 0 for a letter it does not know), finite; nullopt
+// when malformed.
+std::optional<double> parse_scaled(const std::string& text, double (*unit_of)(char)) {
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0])) == 0) return std::nullopt;
   double value = 0;
   std::size_t used = 0;
-  bool ok = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) != 0);
-  if (ok) {
-    try {
-      value = std::stod(text, &used);
-    } catch (const std::exception&) {
-      ok = false;
-    }
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
   double unit = 1;
-  if (ok && used + 1 == text.size()) {
-    const char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-    const std::string units = "KMGT";
-    const std::size_t at = units.find(suffix);
-    ok = at != std::string::npos;
-    if (ok) unit = std::pow(1024.0, static_cast<double>(at + 1));
-  } else if (ok) {
-    ok = used == text.size();
+  if (used + 1 == text.size()) {
+    unit = unit_of(text.back());
+  } else if (used != text.size()) {
+    return std::nullopt;
   }
-  ok = ok && std::isfinite(value) && value > 0;
-  if (!ok) fail_argument(op, "--max-memory must be a size such as 16G, 512M or 1000000 (bytes), got '", text, "'");
-  return value * unit;
+  const double scaled = value * unit;  // finite: 1e308T would be infinite
+  if (unit <= 0 || value <= 0 || !std::isfinite(scaled)) return std::nullopt;
+  return scaled;
+}
+
+double memory_unit(char suffix) {
+  const std::string units = "KMGT";
+  const std::size_t at = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(suffix))));
+  return at == std::string::npos ? 0 : std::pow(1024.0, static_cast<double>(at + 1));
+}
+
+double duration_unit(char suffix) { return suffix == 's' ? 1 : suffix == 'm' ? 60 : suffix == 'h' ? 3600 : 0; }
+
+}  // namespace
+
+double parse_memory_size(const std::string& text, std::string_view op) {
+  const std::optional<double> bytes = parse_scaled(text, memory_unit);
+  if (!bytes) fail_argument(op, "--max-memory must be a size such as 16G, 512M or 1000000 (bytes), got '", text, "'");
+  return *bytes;
 }
 
 double parse_duration(const std::string& text, std::string_view op) {
-  double value = 0;
-  std::size_t used = 0;
-  bool ok = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) != 0);
-  if (ok) {
-    try {
-      value = std::stod(text, &used);
-    } catch (const std::exception&) {
-      ok = false;
-    }
-  }
-  double unit = 1;
-  if (ok && used + 1 == text.size()) {
-    const char suffix = text.back();
-    unit = suffix == 's' ? 1 : suffix == 'm' ? 60 : suffix == 'h' ? 3600 : 0;
-    ok = unit > 0;
-  } else if (ok) {
-    ok = used == text.size();
-  }
-  ok = ok && std::isfinite(value) && value > 0;
-  if (!ok) fail_argument(op, "--max-time must be a duration such as 90s, 20m or 2h, got '", text, "'");
-  return value * unit;
+  const std::optional<double> seconds = parse_scaled(text, duration_unit);
+  if (!seconds) fail_argument(op, "--max-time must be a duration such as 90s, 20m or 2h, got '", text, "'");
+  return *seconds;
 }
 
 std::string memory_text(double bytes) {

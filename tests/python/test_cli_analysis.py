@@ -337,6 +337,10 @@ BAD_ARGUMENTS = [
      "[analyze] --max-memory must be a size such as 16G, 512M or 1000000 (bytes), got 'lots'"),
     (["plot", "sinusoidal", "--figure", "similarity", "--max-memory", "-1G", "--out", "x.png"],
      "[plot] --max-memory must be a size such as 16G, 512M or 1000000 (bytes), got '-1G'"),
+] + [
+    (["analyze", "sinusoidal", "--max-memory", size],
+     f"[analyze] --max-memory must be a size such as 16G, 512M or 1000000 (bytes), got '{size}'")
+    for size in ["16GB", "16X", "0", "0G", "G", "1e999", "1e308T", "1.5 G"]
 ]
 
 

@@ -288,8 +288,9 @@ def test_eval_estimates_its_work_and_refuses_what_exceeds_the_limits(rope_run):
     assert r.returncode == 1 and r.stderr.startswith("posenc: [eval] this needs about ")
     assert "; 1.0 KiB is allowed by --max-memory: pass --max-memory 1M to allow it, or --force\n" in r.stderr
     assert run("eval", "--checkpoint", out, "--batches", "1", "--max-time", "0.00001s", "--force").returncode == 0
-    one_error_line(run("eval", "--checkpoint", out, "--max-time", "2d"), 2,
-                   "[eval] --max-time must be a duration such as 90s, 20m or 2h, got '2d'")
+    for duration in ["2d", "0s", "-5m", "h", "10ms", "1e999", "1e308h", "20M"]:
+        one_error_line(run("eval", "--checkpoint", out, "--max-time", duration), 2,
+                       f"[eval] --max-time must be a duration such as 90s, 20m or 2h, got '{duration}'")
 
 
 def test_eval_refuses_foreign_and_truncated_checkpoints(tmp_path, rope_run):
