@@ -43,7 +43,14 @@ const EncodingParameter* training_option(const std::string& key) {
 }
 
 // "'rope'" for strings, the JSON number otherwise.
-std::string show(const json& v) { return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump(); }
+// (Appended, not `"'" + string&&`: GCC 12 warns falsely on that form, -Wrestrict.)
+std::string show(const json& v) {
+  if (!v.is_string()) return v.dump();
+  std::string quoted = "'";
+  quoted += v.get_ref<const std::string&>();
+  quoted += '\'';
+  return quoted;
+}
 
 template <class T>
 T field(const json& j, const char* key, const std::string& source) {
