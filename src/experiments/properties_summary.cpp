@@ -10,6 +10,7 @@
 #include <set>
 #include <system_error>
 #include <tuple>
+#include <utility>
 
 #include "posenc/analysis/statistics.h"
 #include "posenc/error.h"
@@ -84,7 +85,11 @@ std::string summarize_properties(const fs::path& suite_dir) {
     const std::vector<StageOutcome>& stages = results.back().stages;
     for (size_t k = 0; k < stages.size(); ++k) {
       auto it = std::find_if(stops.begin(), stops.end(), [&](const StageStops& s) { return s.stage == stages[k].stage; });
-      if (it == stops.end()) it = stops.insert(stops.end(), StageStops{stages[k].stage});
+      if (it == stops.end()) {
+        StageStops first;
+        first.stage = stages[k].stage;
+        it = stops.insert(stops.end(), std::move(first));
+      }
       const int64_t cap = k < caps.size() ? caps[k] : 0;
       it->most_steps = std::max(it->most_steps, cap);
       it->runs += 1;

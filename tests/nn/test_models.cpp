@@ -273,7 +273,9 @@ TEST(RandomPositions, SortedDistinctUniformDraws) {
     for (int64_t t = 0; t < 10; ++t) {
       const int64_t v = p[t].item<int64_t>();
       ASSERT_TRUE(v >= 0 && v < 40);
-      if (t > 0) ASSERT_LT(p[t - 1].item<int64_t>(), v);  // sorted and distinct
+      if (t > 0) {
+        ASSERT_LT(p[t - 1].item<int64_t>(), v);  // sorted and distinct
+      }
       ++hits[static_cast<size_t>(v)];
     }
   }

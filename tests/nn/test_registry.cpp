@@ -302,7 +302,9 @@ TEST(EncodingRegistry, PRopeTurnsOnlyTheFastestPairs) {
       const double x = q[0][1][t][i].item<double>(), y = q[0][1][t][i + D / 2].item<double>();
       EXPECT_NEAR(qr[0][1][t][i].item<double>(), x * std::cos(angle) - y * std::sin(angle), 1e-12);
       EXPECT_NEAR(qr[0][1][t][i + D / 2].item<double>(), y * std::cos(angle) + x * std::sin(angle), 1e-12);
-      if (i >= 2) EXPECT_EQ(kr[0][1][t][i].item<double>(), k[0][1][t][i].item<double>());  // untouched, exactly
+      if (i >= 2) {
+        EXPECT_EQ(kr[0][1][t][i].item<double>(), k[0][1][t][i].item<double>());  // untouched, exactly
+      }
     }
   }
   c.rope_fraction = 1.0;
