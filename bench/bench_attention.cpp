@@ -18,7 +18,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
 #include <cstdio>
 #include <string>
@@ -66,9 +65,7 @@ void forward(at::Tensor (*fn)()) { benchmark::DoNotOptimize(fn().data_ptr()); }
 }  // namespace
 
 int main(int argc, char** argv) try {
-  at::set_num_threads(omp_get_max_threads());
-  std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
-  if (const int refused = posenc::bench::check_baseline_blas(argv)) return refused;
+  if (const int refused = posenc::bench::start_benchmark(argv)) return refused;
   if (!check_results()) {
     std::printf("FAIL: a posenc result is outside its tolerance\n");
     return 1;

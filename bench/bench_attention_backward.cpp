@@ -22,7 +22,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -95,9 +94,7 @@ bool check_gradients() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  at::set_num_threads(omp_get_max_threads());
-  std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
-  if (const int refused = posenc::bench::check_baseline_blas(argv)) return refused;
+  if (const int refused = posenc::bench::start_benchmark(argv)) return refused;
   posenc::bench::require_grad(true);
   if (!check_gradients()) {
     std::printf("FAIL: a posenc gradient is outside its tolerance\n");

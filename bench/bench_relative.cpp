@@ -25,7 +25,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -244,10 +243,7 @@ POSENC_BENCH(torch_t5_out);
 }  // namespace
 
 int main(int argc, char** argv) try {
-  // Same thread count for both sides: the comparison is of code, not cores.
-  at::set_num_threads(omp_get_max_threads());
-  std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
-  if (const int refused = posenc::bench::check_baseline_blas(argv)) return refused;
+  if (const int refused = posenc::bench::start_benchmark(argv)) return refused;
   if (!check_results()) {
     std::printf("FAIL: a posenc result is outside its tolerance\n");
     return 1;

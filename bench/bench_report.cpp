@@ -1,6 +1,8 @@
 #include "bench_report.h"
 
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
+#include <omp.h>
 
 #include <unistd.h>
 
@@ -126,6 +128,12 @@ constexpr const char* kAvx512Core = "SkylakeX";
 }  // namespace
 
 double baseline_gemm_gflops() { return measured_gemm_gflops; }
+
+int start_benchmark(char** argv) {
+  at::set_num_threads(omp_get_max_threads());
+  std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
+  return check_baseline_blas(argv);
+}
 
 int check_baseline_blas(char** argv) {
   const nn::BlasInfo blas = nn::blas_info();

@@ -47,4 +47,9 @@ int check_baseline_blas(char** argv);
 // The float32 GEMM rate check_baseline_blas measured (GFLOP/s; 0 before it ran).
 double baseline_gemm_gflops();
 
+// What every benchmark's main does first: libtorch set to posenc's OpenMP
+// thread count (the comparison is of code, not cores), both printed, then
+// check_baseline_blas. Returns its exit code: 0 to go on.
+int start_benchmark(char** argv);
+
 }  // namespace posenc::bench

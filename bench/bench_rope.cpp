@@ -338,10 +338,7 @@ Paired measure_paired() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  // Same thread count for both sides: the comparison is of code, not cores.
-  at::set_num_threads(omp_get_max_threads());
-  std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
-  if (const int refused = posenc::bench::check_baseline_blas(argv)) return refused;
+  if (const int refused = posenc::bench::start_benchmark(argv)) return refused;
   if (!check_results()) {
     std::printf("FAIL: a posenc result is outside its tolerance\n");
     return 1;

@@ -28,7 +28,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
-#include <omp.h>
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
@@ -311,10 +310,7 @@ bool check_against_eager(const Shape& s, const std::string& encoding) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  // Same thread count for both sides: the comparison is of code, not cores.
-  at::set_num_threads(omp_get_max_threads());
-  std::printf("threads: posenc %d, libtorch %d\n", omp_get_max_threads(), at::get_num_threads());
-  if (const int refused = posenc::bench::check_baseline_blas(argv)) return refused;
+  if (const int refused = posenc::bench::start_benchmark(argv)) return refused;
   bool correct = true;
   for (const char* encoding : kEncodings) correct = check_against_eager(kShapes[0], encoding) && correct;
   if (!correct) {
