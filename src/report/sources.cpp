@@ -83,7 +83,8 @@ TableSource rope_source(std::string_view name, int64_t dim, double base, const k
   TableSource s;
   s.name = std::string(name);
   s.description = "RoPE cache: cos(p * w_i) in [0, D/2), sin in [D/2, D), w_i = base^(-2i/D) (Su et al. 2021)";
-  s.table = analysis::Matrix(positions, dim);
+  s.table.rows = positions;  // the rows as built: no zero-filled Matrix to overwrite
+  s.table.cols = dim;
   s.table.values = std::move(rows.values);
   const int64_t half = dim / 2;
   // Pair i: sin in column D/2 + i, cos in column i, turning by delta * omega_i.
