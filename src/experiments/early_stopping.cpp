@@ -10,6 +10,7 @@
 
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
+#include "posenc/training/checkpoint.h"
 #include "posenc/training/throughput_record.h"
 
 namespace posenc::experiments {
@@ -59,6 +60,24 @@ std::string record_text(const std::vector<Evaluation>& record) {
   return text;
 }
 
+// The first best evaluation's index; -1 for an empty record.
+int64_t best_index(const std::vector<Evaluation>& record) {
+  int64_t best = -1;
+  for (size_t i = 0; i < record.size(); ++i) {
+    if (best < 0 || record[i].score > record[static_cast<size_t>(best)].score) best = static_cast<int64_t>(i);
+  }
+  return best;
+}
+
+// Only the best checkpoint (reported, fine-tuned from) and the two newest (a resume takes the newest, or the one
+// before when the newest was cut off with its evaluation) are needed: the trainer alone would keep patience + 2.
+void keep_best_and_newest(const fs::path& root, int64_t best_step, int64_t newest_step, int64_t eval_every) {
+  std::error_code ec;
+  for (const nn::CheckpointEntry& e : nn::list_checkpoints(root)) {
+    if (e.step != best_step && e.step <= newest_step - 2 * eval_every) fs::remove_all(e.dir, ec);
+  }
+}
+
 }  // namespace
 
 fs::path checkpoint_dir(const fs::path& dir, int64_t step) {
@@ -84,10 +103,7 @@ StageTraining train_with_early_stopping(nn::TrainConfig config, const fs::path& 
   std::vector<Evaluation> record = read_record(record_path, stopping.eval_every);
   StageTraining out;
   while (true) {
-    int64_t best = -1;
-    for (size_t i = 0; i < record.size(); ++i) {
-      if (best < 0 || record[i].score > record[static_cast<size_t>(best)].score) best = static_cast<int64_t>(i);
-    }
+    const int64_t best = best_index(record);
     const int64_t done = record.empty() ? 0 : record.back().step;
     const int64_t since_best = best < 0 ? 0 : static_cast<int64_t>(record.size()) - 1 - best;
     if (since_best >= stopping.patience || done >= config.steps) {
@@ -106,6 +122,8 @@ StageTraining train_with_early_stopping(nn::TrainConfig config, const fs::path& 
     const double score = validate(checkpoint_dir(dir, next));
     record.push_back({next, score});
     io::write_file_atomically(kOp, record_path.string(), record_text(record));
+    keep_best_and_newest(dir / "checkpoints", record[static_cast<size_t>(best_index(record))].step, next,
+                         stopping.eval_every);
   }
 }
 

@@ -23,7 +23,7 @@ struct StageTraining {
 };
 
 // config: resolved or not; its checkpoint_every and keep_checkpoints are set here
-// (every evaluation step is a checkpoint; the best is always kept).
+// (every evaluation step is a checkpoint; the best and the two newest are kept).
 // validate(checkpoint_dir) -> score, higher better.
 StageTraining train_with_early_stopping(nn::TrainConfig config, const std::filesystem::path& dir,
                                         const EarlyStopping& stopping,
