@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <system_error>
 #include <tuple>
 #include <utility>
@@ -65,10 +68,64 @@ std::vector<int64_t> stage_caps(const json& result) {
   return caps;
 }
 
+// The fine-tuning stages' evaluation interval from a run's recorded
+// configuration ("finetune_stopping": [every, patience]); none when absent.
+std::optional<int64_t> finetune_interval(const json& result) {
+  const json* config = result.contains("config") ? &result["config"] : nullptr;
+  if (config == nullptr || !config->contains("finetune_stopping")) return std::nullopt;
+  const json& stopping = (*config)["finetune_stopping"];
+  if (!stopping.is_array() || stopping.empty() || !stopping[0].is_number_integer()) return std::nullopt;
+  const int64_t every = stopping[0].get<int64_t>();
+  return every > 0 ? std::optional<int64_t>(every) : std::nullopt;
+}
+
+// The training-batch score the stage logged over the evaluation interval that
+// ends at its best step (the mean of its metrics.jsonl lines with step in
+// (best - interval, best]): how well the reported checkpoint fits the data it
+// was trained on, to read beside its validation score. None when the run's
+// curves were not kept (a suite copied with its results only).
+std::optional<double> training_score_at(const fs::path& metrics, int64_t best_step, int64_t interval) {
+  std::ifstream in(metrics);
+  if (!in) return std::nullopt;
+  double sum = 0;
+  int64_t lines = 0, used = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
+        !j.contains("accuracy") || !j["accuracy"].is_number()) {
+      fail_runtime(kOp, metrics.string(), ":", lines, ": not a metrics line (a JSON object with step and accuracy)");
+    }
+    const int64_t step = j["step"].get<int64_t>();
+    if (step <= best_step - interval || step > best_step) continue;
+    sum += j["accuracy"].get<double>();
+    ++used;
+  }
+  if (used == 0) return std::nullopt;
+  return sum / static_cast<double>(used);
+}
+
+// One run's fit per fine-tuning stage: task -> (training score at the best step, validation score).
+using RunFit = std::map<std::string, std::pair<double, double>>;
+
+RunFit run_fit(const nn::StoredResult& r, const PropertiesOutcome& o) {
+  RunFit fit;
+  const std::optional<int64_t> interval = finetune_interval(r.json);
+  if (!interval) return fit;
+  for (const StageOutcome& st : o.stages) {
+    if (st.stage == "pretrain") continue;
+    const std::optional<double> training =
+        training_score_at(r.path.parent_path() / st.stage / "metrics.jsonl", st.best_step, *interval);
+    if (training) fit[st.stage] = {*training, st.validation};
+  }
+  return fit;
+}
+
 struct Row {
   std::string encoding;
   std::vector<double> perplexity;                    // per seed (in seed order)
   std::map<std::string, std::map<uint64_t, double>> scores;  // task -> seed -> test accuracy
+  std::map<std::string, std::vector<double>> fit_training, fit_validation;  // task -> over the runs with curves
   std::vector<Probe> table, attention;
 };
 
@@ -77,10 +134,12 @@ struct Row {
 std::string summarize_properties(const fs::path& suite_dir) {
   // Each result once, in the plan's order, so rows list encodings as the suite does.
   std::vector<PropertiesOutcome> results;
+  std::vector<RunFit> fits;  // per result
   std::vector<StageStops> stops;  // in stage order
   for (const nn::StoredResult& r : nn::read_run_results(suite_dir)) {
     check_result_format(r.json, r.path);
     results.push_back(outcome_from_result(r.json, r.path));
+    fits.push_back(run_fit(r, results.back()));
     const std::vector<int64_t> caps = stage_caps(r.json);
     const std::vector<StageOutcome>& stages = results.back().stages;
     for (size_t k = 0; k < stages.size(); ++k) {
@@ -101,9 +160,14 @@ std::string summarize_properties(const fs::path& suite_dir) {
   std::vector<Row> rows;
   std::vector<std::string> tasks;
   std::set<uint64_t> seeds;
-  for (const PropertiesOutcome& o : results) {
+  for (size_t k = 0; k < results.size(); ++k) {
+    const PropertiesOutcome& o = results[k];
     auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.encoding == o.encoding; });
-    if (it == rows.end()) it = rows.insert(rows.end(), Row{o.encoding, {}, {}, {}, {}});
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{o.encoding, {}, {}, {}, {}, {}, {}});
+    for (const auto& [task, fit] : fits[k]) {
+      it->fit_training[task].push_back(fit.first);
+      it->fit_validation[task].push_back(fit.second);
+    }
     seeds.insert(o.seed);
     for (const StageOutcome& st : o.stages) {
       if (st.stage == "pretrain") {
@@ -146,6 +210,11 @@ std::string summarize_properties(const fs::path& suite_dir) {
       if (cell.is_null()) cell = ordered_json::object();
       cell["task"] = t;
       cell["values"] = v;
+      const auto fit = r.fit_training.find(t);
+      if (fit != r.fit_training.end()) {
+        cell["training_at_best"] = stats_json(fit->second);
+        cell["validation_at_best"] = stats_json(r.fit_validation.at(t));
+      }
       scores.push_back(cell);
     }
     row["scores"] = scores;

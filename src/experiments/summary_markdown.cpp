@@ -71,6 +71,39 @@ int64_t significant_count(const json& comparisons) {
   return n;
 }
 
+// The fit of the reported checkpoints, where the runs' curves are kept:
+// "0.93 / 0.54" is the training-batch score over the evaluation interval
+// ending at the best step / the validation score there (means over seeds).
+std::string fit_markdown(const json& rows, const std::vector<std::string>& tasks) {
+  const auto has_fit = [](const json& row) {
+    for (const json& s : row.at("scores")) {
+      if (s.contains("training_at_best")) return true;
+    }
+    return false;
+  };
+  if (std::none_of(rows.begin(), rows.end(), has_fit)) return "";
+  std::ostringstream out;
+  out << "\nFit of the reported checkpoints: the training-batch score logged over the evaluation interval ending at "
+         "the best step / the validation score there (means over the seeds whose curves are kept). A training score "
+         "far above the validation score is the training split memorized.\n\n| encoding |";
+  for (const std::string& t : tasks) out << " " << t << " |";
+  out << "\n|---|";
+  for (size_t i = 0; i < tasks.size(); ++i) out << "---|";
+  out << "\n";
+  for (const json& r : rows) {
+    out << "| " << r.at("encoding").get<std::string>() << " |";
+    for (const json& s : r.at("scores")) {
+      const json training = s.value("training_at_best", json()), validation = s.value("validation_at_best", json());
+      const bool both = training.is_object() && validation.is_object();
+      out << cell_text(both ? format("%.2f", training.at("mean").get<double>()) + " / " +
+                                  format("%.2f", validation.at("mean").get<double>())
+                            : "—");
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
 std::string properties_markdown(const json& j) {
   std::vector<std::string> tasks, metrics;
   for (const json& t : j.at("tasks")) {
@@ -130,6 +163,8 @@ std::string properties_markdown(const json& j) {
           << " |\n";
     }
   }
+
+  out << fit_markdown(rows, tasks);
 
   out << "\nProbe means against task means across encodings.\n\n| task | property | Pearson | Spearman | encodings |\n"
          "|---|---|---|---|---|\n";

@@ -31,6 +31,9 @@ struct Task {
 struct Score {
   Stat stat;
   std::vector<double> values;  // per seed, when given
+  // The fit of the reported checkpoints, where the runs' curves were kept:
+  // training-batch score over the evaluation interval ending at the best step, and validation there.
+  std::optional<Stat> training_at_best, validation_at_best;
 };
 
 struct Row {
@@ -110,7 +113,12 @@ Properties parse(const Json& j, const SummaryReader& r) {
     for (size_t k = 0; k < scores.size(); ++k) {
       const std::string score_path = item_path(scores_path, k);
       if (r.text(scores[k], "task", score_path) != p.tasks[k].name) r.invalid(field_path(score_path, "task"));
-      Score s{read_stat(r, scores[k], score_path), {}};
+      Score s{read_stat(r, scores[k], score_path), {}, {}, {}};
+      if (scores[k].contains("training_at_best") && scores[k].contains("validation_at_best")) {
+        s.training_at_best = read_stat(r, scores[k].at("training_at_best"), field_path(score_path, "training_at_best"));
+        s.validation_at_best =
+            read_stat(r, scores[k].at("validation_at_best"), field_path(score_path, "validation_at_best"));
+      }
       if (scores[k].contains("values")) {
         const Json& values = r.array(scores[k], "values", score_path);
         for (size_t v = 0; v < values.size(); ++v) {
@@ -231,14 +239,18 @@ std::string score_table(const Properties& p, size_t task) {
   for (const Row& row : p.rows) scores.push_back(&row.scores[task].stat), pretraining.push_back(&row.pretraining);
   const std::optional<double> best = best_of(scores, lower_is_better(t.metric));
   const std::optional<double> best_pre = best_of(pretraining, true);
+  const bool fit = std::any_of(p.rows.begin(), p.rows.end(),
+                               [&](const Row& row) { return row.scores[task].training_at_best.has_value(); });
   std::string h = "<table>\n<tr><th class=\"name\">encoding</th><th>" + escape_html(t.metric) +
                   "<br><small>test, mean &plusmn; sd</small></th><th>seeds</th><th>pretraining<br><small>" +
-                  escape_html(p.pretraining_metric) + "</small></th></tr>\n";
+                  escape_html(p.pretraining_metric) + "</small></th>" +
+                  (fit ? "<th>fit at the best step<br><small>training / validation</small></th>" : "") + "</tr>\n";
   std::string group;
   for (const Row& row : p.rows) {
     if (row.group != group || &row == &p.rows.front()) {
       group = row.group;
-      h += "<tr class=\"group\"><th colspan=\"4\"><span class=\"swatch\" style=\"background:" +
+      h += "<tr class=\"group\"><th colspan=\"" + std::to_string(fit ? 5 : 4) +
+           "\"><span class=\"swatch\" style=\"background:" +
            css_color(group_color(group)) + "\"></span>" + escape_html(group) + "</th></tr>\n";
     }
     const Score& s = row.scores[task];
@@ -249,7 +261,13 @@ std::string score_table(const Properties& p, size_t task) {
     h += "<tr><td class=\"name\">" + escape_html(row.encoding) + "</td><td" + (is_best ? " class=\"best\"" : "") +
          (values.empty() ? "" : " title=\"" + values + "\"") + ">" + stat_text(s.stat, 3) + "</td><td>" +
          std::to_string(s.stat.seeds) + "</td><td" + (is_best_pre ? " class=\"best\"" : "") + ">" +
-         stat_text(row.pretraining, perplexity_decimals(row.pretraining.mean)) + "</td></tr>\n";
+         stat_text(row.pretraining, perplexity_decimals(row.pretraining.mean)) + "</td>";
+    if (fit) {
+      h += "<td>" + (s.training_at_best ? fixed_text(s.training_at_best->mean, 2) + " / " +
+                                              fixed_text(s.validation_at_best->mean, 2)
+                                        : std::string("n/a")) + "</td>";
+    }
+    h += "</tr>\n";
   }
   return h + "</table>\n";
 }

@@ -39,6 +39,12 @@ def student_t_two_sided(t, nu, steps=20000):
     return 2 * s * h / 3
 
 
+def without_fit(rows):
+    """The summary's rows without the fit of the reported checkpoints (read from curves a copy may not keep)."""
+    return [{**row, "scores": [{k: v for k, v in cell.items() if k not in ("training_at_best", "validation_at_best")}
+                               for cell in row["scores"]]} for row in rows]
+
+
 def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # noqa: F811
     root, _ = tree
     out = tmp_path / "props"
@@ -92,6 +98,21 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
     assert learned["scores"][0]["values"] == [
         json.loads((out / "runs" / f"learned-s{s}" / "result.json").read_text())["stages"][1]["test"] for s in (0, 1)]
     assert learned["indicators"]["monotonicity"]["seeds"] == 2
+    # The fit of each reported checkpoint, from the run's curves: the training-batch scores logged over the
+    # evaluation interval (20 steps) ending at the best step, beside the validation score there.
+    for task, cell in zip(("lexname", "pos", "definition"), learned["scores"]):
+        training, validation = [], []
+        for s in (0, 1):
+            run_dir = out / "runs" / f"learned-s{s}"
+            stage = next(x for x in json.loads((run_dir / "result.json").read_text())["stages"] if x["stage"] == task)
+            logged = [json.loads(line) for line in (run_dir / task / "metrics.jsonl").read_text().splitlines()]
+            window = [e["accuracy"] for e in logged if stage["best_step"] - 20 < e["step"] <= stage["best_step"]]
+            assert len(window) == 2  # logged every 10 steps
+            training.append(sum(window) / 2)
+            validation.append(stage["validation"])
+        assert math.isclose(cell["training_at_best"]["mean"], sum(training) / 2, rel_tol=1e-12)
+        assert cell["validation_at_best"]["mean"] == sum(validation) / 2
+        assert cell["training_at_best"]["seeds"] == cell["validation_at_best"]["seeds"] == 2
     # Every pair of encodings, per task, by a paired t-test over the two seeds.
     assert len(summary["comparisons"]) == 9
     for c in summary["comparisons"]:
@@ -125,7 +146,9 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
     copied = properties(root, moved)
     assert copied.returncode == 0, copied.stderr
     assert sum("done before" in line for line in copied.stdout.splitlines()) == 6
-    assert json.loads((moved / "summary.json").read_text())["rows"] == summary["rows"]
+    # Without the curves the fit is absent, the rest the same.
+    assert without_fit(json.loads((moved / "summary.json").read_text())["rows"]) == without_fit(summary["rows"])
+    assert "training_at_best" not in json.loads((moved / "summary.json").read_text())["rows"][0]["scores"][0]
 
     # Interrupted inside fine-tuning (no result, the pos stage's last evaluation and checkpoint gone):
     # it resumes to the same numbers.
@@ -266,3 +289,49 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     # The report reads the runs, never a stale summary.json.
     (out / "summary.json").write_text("{}")
     assert run("experiment", "report", out, "--markdown").stdout == md.stdout
+
+
+def test_summary_fit_reads_the_curves_at_the_best_step(tmp_path):
+    """Hand-written results and curves: the training-batch score over the evaluation interval ending at each run's
+    best step, its mean over seeds beside the validation score's, the Markdown table, and a broken curve refused."""
+    out = tmp_path / "suite"
+    (out / "runs").mkdir(parents=True)
+    (out / "suite.json").write_text('{"suite": "properties"}\n')
+    best = {("learned", 0): 20, ("learned", 1): 40, ("shaw", 0): 30, ("shaw", 1): 40}
+    for order, ((encoding, seed), best_step) in enumerate(best.items()):
+        stages = [{"stage": "pretrain", "metric": "masked-LM loss", "best_step": 10, "last_step": 10,
+                   "validation": 2.0, "test": 2.0, "test_count": 1, "seconds": 1, "tokens_per_second": 1},
+                  {"stage": "lexname", "metric": "accuracy", "best_step": best_step, "last_step": 40,
+                   "validation": 0.5 + 0.1 * order, "test": 0.5, "test_count": 1, "seconds": 1,
+                   "tokens_per_second": 1}]
+        result = {"format": "posenc-properties-run-1", "suite": "properties", "name": f"{encoding}-s{seed}",
+                  "order": order, "encoding": encoding, "seed": seed, "stages": stages,
+                  "probes": {"table": None, "identical_word_attention": None},
+                  "config": {"finetune_stopping": [20, 2], "stages": [{"steps": 10}, {"steps": 40}]}}
+        d = out / "runs" / f"{encoding}-s{seed}"
+        (d / "lexname").mkdir(parents=True)
+        (d / "result.json").write_text(json.dumps(result))
+        if encoding == "learned":  # shaw's curves are not kept
+            (d / "lexname" / "metrics.jsonl").write_text("".join(
+                json.dumps({"step": step, "loss": 1.0, "accuracy": step / 100 + seed / 1000}) + "\n"
+                for step in range(5, 45, 5)))
+    summary = json.loads(run("experiment", "report", out, "--json").stdout)
+    learned, shaw = summary["rows"][0]["scores"][0], summary["rows"][1]["scores"][0]
+    # Seed 0: steps 5..20 (interval 20 ending at 20), seed 1: steps 25..40.
+    seed0, seed1 = sum(s / 100 for s in (5, 10, 15, 20)) / 4, sum(s / 100 + 0.001 for s in (25, 30, 35, 40)) / 4
+    assert math.isclose(learned["training_at_best"]["mean"], (seed0 + seed1) / 2, rel_tol=1e-12)
+    assert math.isclose(learned["training_at_best"]["sd"], abs(seed1 - seed0) / math.sqrt(2), rel_tol=1e-12)
+    assert math.isclose(learned["validation_at_best"]["mean"], (0.5 + 0.6) / 2, rel_tol=1e-12)
+    assert "training_at_best" not in shaw and "validation_at_best" not in shaw
+    md = run("experiment", "report", out, "--markdown").stdout.splitlines()
+    fit = md.index("| encoding | lexname |", md.index("| encoding | lexname |") + 1)
+    assert md[fit - 2].startswith("Fit of the reported checkpoints: the training-batch score logged over the "
+                                  "evaluation interval ending at the best step / the validation score there")
+    assert md[fit + 2:fit + 4] == [f"| learned | {(seed0 + seed1) / 2:.2f} / 0.55 |", "| shaw | — |"]
+
+    # A curve that is not one is refused with its file and line, never read as a score.
+    metrics = out / "runs" / "learned-s1" / "lexname" / "metrics.jsonl"
+    metrics.write_text(metrics.read_text() + '{"step": 45}\n')
+    r = run("experiment", "report", out)
+    assert (r.returncode, r.stderr) == (
+        1, f"posenc: [experiment] {metrics}:9: not a metrics line (a JSON object with step and accuracy)\n")

@@ -230,6 +230,21 @@ TEST(ExperimentsProperties, HowEachStageEndedTable) {
   EXPECT_EQ(render_experiment(j, kSource, "prop", "prop").html.find("How each stage ended"), std::string::npos);
 }
 
+// The fit of the reported checkpoints (training-batch score at the best step / validation), where a summary
+// has it: a column of the task's table, "n/a" for rows whose runs kept no curves; absent otherwise.
+TEST(ExperimentsProperties, FitColumnWhereTheCurvesWereKept) {
+  EXPECT_EQ(properties().html.find("fit at the best step"), std::string::npos);
+  Json j = fixture("properties_summary.json");
+  j["rows"][0]["scores"][1]["training_at_best"] = {{"mean", 0.714}, {"sd", 0.2}, {"seeds", 3}};
+  j["rows"][0]["scores"][1]["validation_at_best"] = {{"mean", 0.396}, {"sd", 0.1}, {"seeds", 3}};
+  const std::string h = render_experiment(j, kSource, "prop", "prop").html;
+  EXPECT_EQ(occurrences(h, "<th>fit at the best step<br><small>training / validation</small></th>"), 1u);
+  EXPECT_EQ(occurrences(h, "<td>0.71 / 0.40</td>"), 1u);
+  // The other three rows of the definition table, beside the n/a cells the section had before.
+  EXPECT_EQ(occurrences(h, "<td>n/a</td>"), occurrences(properties().html, "<td>n/a</td>") + 3u);
+  EXPECT_NE(h.find("<th colspan=\"5\">"), std::string::npos);
+}
+
 TEST(ExperimentsProperties, OneDotFigurePerTaskColouredByGroup) {
   const ExperimentSection s = properties();
   ASSERT_EQ(s.figures.size(), 2u);
@@ -313,6 +328,12 @@ TEST(Experiments, MalformedSummariesAreRefusedWordForWord) {
       {"properties_summary.json", [](Json& j) { j["correlations"][1]["task"] = "pos"; },
        "missing or invalid field 'correlations[1].task'"},
       {"properties_summary.json", [](Json& j) { j["pretraining"] = 3; }, "missing or invalid field 'pretraining'"},
+      {"properties_summary.json",
+       [](Json& j) {
+         j["rows"][0]["scores"][1]["training_at_best"] = "0.7";
+         j["rows"][0]["scores"][1]["validation_at_best"] = {{"mean", 0.4}, {"sd", 0.1}, {"seeds", 3}};
+       },
+       "missing or invalid field 'rows[0].scores[1].training_at_best.seeds'"},
   };
   for (const Malformed& c : cases) {
     Json j = fixture(c.fixture);
