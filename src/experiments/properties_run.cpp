@@ -17,6 +17,7 @@
 #include "posenc/error.h"
 #include "posenc/experiments/properties.h"
 #include "posenc/io/atomic_file.h"
+#include "posenc/nn/encoding_registry.h"
 #include "posenc/training/experiment.h"
 #include "properties_format.h"
 
@@ -97,9 +98,22 @@ struct StageConfigs {
   std::vector<nn::TrainConfig> tasks;
 };
 
+// Whether a part of the encoding is a table scaled by input_scale (a sinusoidal input).
+bool has_scaled_input(const std::string& encoding) {
+  for (const std::string& part : nn::parse_encoding(encoding).parts) {
+    const nn::EncodingFamily* family = nn::find_encoding_family(part);
+    for (const nn::EncodingParameter& p : family->parameters) {
+      if (p.name == "input_scale") return true;
+    }
+  }
+  return false;
+}
+
 StageConfigs stage_configs(const PropertiesRun& run, const PropertiesPlan& plan, const fs::path& corpus) {
   StageConfigs s;
+  const bool rescale = plan.sinusoid_input_scale > 0 && has_scaled_input(run.encoding);
   nn::TrainConfig pre = plan.pretrain;
+  if (rescale) pre.encoding_config.input_scale = plan.sinusoid_input_scale;
   pre.encoding = run.encoding;
   pre.seed = run.seed;
   pre.task_options.data = corpus.string();
@@ -122,6 +136,7 @@ StageConfigs stage_configs(const PropertiesRun& run, const PropertiesPlan& plan,
       fail_runtime(kOp, meta.string(), ": not a task description (kind, seq_len)");
     }
     nn::TrainConfig c = plan.finetune;
+    if (rescale) c.encoding_config.input_scale = plan.sinusoid_input_scale;
     c.task = kind == "span" ? "text-span" : "text-classify";
     c.encoding = run.encoding;
     c.seed = run.seed;

@@ -198,6 +198,20 @@ def test_quick_suite_pretrains_finetunes_probes_and_resumes(tree, tmp_path):  # 
            f"in {out} were fine-tuned on the older tasks: use a new --out\n")
 
 
+def test_sinusoidal_inputs_take_the_suites_amplitude_and_other_runs_keep_theirs(tree, tmp_path):  # noqa: F811
+    """The suite's sinusoid amplitude (0.2 * sqrt(2)) is set in every stage of a run with a sinusoidal input
+    table; a run without one records the configs' input_scale unchanged (0.02 * sqrt(2)), as the runs of the
+    default sweep recorded it before, so their results stay valid."""
+    root, _ = tree
+    out = tmp_path / "props"
+    r = properties(root, out, "--encodings", "learnable-sinusoidal+shaw,shaw", "--seeds", 1)
+    assert r.returncode == 0, r.stderr
+    for run_name, scale in (("learnable-sinusoidal+shaw-s0", 0.2), ("shaw-s0", 0.02)):
+        for stage in ("pretrain", "lexname", "pos", "definition"):
+            config = json.loads((out / "runs" / run_name / stage / "config.json").read_text())
+            assert config["encoding_parameters"]["input_scale"] == scale * math.sqrt(2), (run_name, stage)
+
+
 def test_summary_statistics_follow_the_result_files(tmp_path):
     """Hand-written results: the summary's means, paired t-tests and correlations against plain formulas."""
     out = tmp_path / "suite"

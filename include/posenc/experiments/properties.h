@@ -41,6 +41,10 @@ struct PropertiesPlan {
   std::vector<std::string> tasks;      // task directories of the corpus: lexname, pos, definition
   nn::TrainConfig pretrain;            // task mlm; encoding, seed and data set per run
   nn::TrainConfig finetune;            // task, data, seq_len, init_from set per run and task
+  // The amplitude of the sinusoidal input tables (the families with an input_scale setting: sinusoidal,
+  // learnable-sinusoidal), set in the stages of the runs whose encoding has one; every other run keeps the
+  // pretrain / finetune configs' input_scale, which has no effect on it. 0: the configs' value for all.
+  double sinusoid_input_scale = 0;
   EarlyStopping pretrain_stopping;
   EarlyStopping finetune_stopping;
   int64_t pretrain_eval_batches = 16;  // masked-LM batches per validation / test evaluation
