@@ -17,7 +17,6 @@
 #include "posenc/error.h"
 #include "posenc/experiments/properties.h"
 #include "posenc/io/atomic_file.h"
-#include "posenc/nn/encoding_registry.h"
 #include "posenc/training/experiment.h"
 #include "properties_format.h"
 
@@ -98,20 +97,9 @@ struct StageConfigs {
   std::vector<nn::TrainConfig> tasks;
 };
 
-// Whether a part of the encoding is a table scaled by input_scale (a sinusoidal input).
-bool has_scaled_input(const std::string& encoding) {
-  for (const std::string& part : nn::parse_encoding(encoding).parts) {
-    const nn::EncodingFamily* family = nn::find_encoding_family(part);
-    for (const nn::EncodingParameter& p : family->parameters) {
-      if (p.name == "input_scale") return true;
-    }
-  }
-  return false;
-}
-
 StageConfigs stage_configs(const PropertiesRun& run, const PropertiesPlan& plan, const fs::path& corpus) {
   StageConfigs s;
-  const bool rescale = plan.sinusoid_input_scale > 0 && has_scaled_input(run.encoding);
+  const bool rescale = plan.sinusoid_input_scale > 0 && nn::reads_input_scale(run.encoding);
   nn::TrainConfig pre = plan.pretrain;
   if (rescale) pre.encoding_config.input_scale = plan.sinusoid_input_scale;
   pre.encoding = run.encoding;
