@@ -160,13 +160,3 @@ def test_jobs_give_the_same_results(tree, tmp_path):  # noqa: F811
     r = suite(root, parallel, "--jobs", 3)
     assert r.returncode == 2 and r.stderr.startswith("posenc: [experiment] jobs x threads must be in 1..")
 
-
-def test_sinusoidal_inputs_take_the_suites_amplitude_and_other_runs_keep_theirs(tree, tmp_path):  # noqa: F811
-    """As in the properties suite: a run with a sinusoidal input table trains it at amplitude 0.2 * sqrt(2); a
-    run without one records input_scale 0.02 * sqrt(2), as every published run did, so those stay valid."""
-    root, _ = tree
-    r = suite(root, tmp_path / "suite", "--encodings", "sinusoidal,learnable-sinusoidal+rope,none")
-    assert r.returncode == 0, r.stderr
-    for name, scale in (("sinusoidal-s0", 0.2), ("learnable-sinusoidal+rope-s0", 0.2), ("none-s0", 0.02)):
-        config = json.loads((tmp_path / "suite" / "runs" / name / "config.json").read_text())
-        assert config["encoding_parameters"]["input_scale"] == scale * math.sqrt(2), name

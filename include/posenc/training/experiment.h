@@ -32,9 +32,6 @@ struct ExtrapolationPlan {
   // Context extensions a "rope" run is also evaluated with (RopeExtension
   // types, factor = longest length / training length): rows "rope+linear", ...
   std::vector<std::string> rope_extensions;
-  // The amplitude of the sinusoidal input tables, set in the runs whose encoding has one (reads_input_scale);
-  // the other runs keep train's input_scale, which has no effect on them. 0: train's value for all.
-  double sinusoid_input_scale = 0;
 };
 
 // Whether a family of the encoding (a registry name, "A+B" allowed) has the input_scale setting: a sinusoidal
