@@ -159,4 +159,3 @@ def test_jobs_give_the_same_results(tree, tmp_path):  # noqa: F811
         json.loads((sequential / "summary.json").read_text())["rows"]
     r = suite(root, parallel, "--jobs", 3)
     assert r.returncode == 2 and r.stderr.startswith("posenc: [experiment] jobs x threads must be in 1..")
-
