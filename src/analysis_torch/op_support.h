@@ -15,23 +15,11 @@
 #include <utility>
 
 #include "posenc/analysis/matrix.h"
+#include "posenc/nn/torch_errors.h"
 
 namespace posenc::analysis_torch {
 
-// Runs `body`, rethrowing std::invalid_argument as c10::ValueError and
-// std::runtime_error as c10::Error, message unchanged.
-template <class Body>
-decltype(auto) translate_errors(Body&& body) {
-  try {
-    return std::forward<Body>(body)();
-  } catch (const c10::Error&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    C10_THROW_ERROR(ValueError, e.what());
-  } catch (const std::runtime_error& e) {
-    C10_THROW_ERROR(Error, e.what());
-  }
-}
+using posenc::nn::translate_errors;
 
 inline std::string_view to_std(c10::string_view s) noexcept { return {s.data(), s.size()}; }
 

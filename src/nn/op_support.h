@@ -15,24 +15,11 @@
 #include <vector>
 
 #include "posenc/kernels/positions.h"
+#include "posenc/nn/torch_errors.h"
 
 namespace posenc::nn::detail {
 
-// Runs `body`, rethrowing the kernels' std::invalid_argument as
-// c10::ValueError (Python ValueError) and std::runtime_error as c10::Error
-// (RuntimeError), with the message unchanged: "[sinusoidal] dim must be even, got 7".
-template <class Body>
-decltype(auto) translate_errors(Body&& body) {
-  try {
-    return std::forward<Body>(body)();
-  } catch (const c10::Error&) {
-    throw;
-  } catch (const std::invalid_argument& e) {
-    C10_THROW_ERROR(ValueError, e.what());
-  } catch (const std::runtime_error& e) {
-    C10_THROW_ERROR(Error, e.what());
-  }
-}
+using posenc::nn::translate_errors;
 
 // An optional tensor argument that was passed (not None, not undefined).
 inline bool given(const c10::optional<at::Tensor>& t) noexcept { return t.has_value() && t->defined(); }
