@@ -54,7 +54,7 @@ test-cpp:
 
 test-python:
 	cd python && POSENC_LIBRARY=$(abspath $(BUILD))/lib/libposenc_nn.so \
-	  POSENC_CLI=$(abspath $(BUILD))/bin/posenc $(PYTHON) -m pytest -q ../tests/python
+	  POSENC_CLI=$(abspath $(BUILD))/bin/posenc $(PYTHON) -m pytest -q -n $(JOBS) --dist loadfile ../tests/python
 
 # The experiment suites on real text (docs/experiments.md): hours on 2 cores,
 # resumable: run it again after an interruption and it continues.

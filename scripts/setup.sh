@@ -7,13 +7,15 @@
 # fights it on 2 cores (docs/benchmarks.md has the measurement).
 # wordnet-base, dict-gcide, fortunes: the English corpus of the experiments,
 # tokenized with SentencePiece (docs/experiments.md).
+# python3-pytest-xdist: the Python tests on every core, one test file per
+# worker (module fixtures are built once).
 # slurm-wlm, munge: only for the tests, which start a one-node Slurm cluster on
 # localhost to run `posenc experiment run --slurm` for real.
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make
-  libtorch-dev python3-torch python3-numpy python3-pytest python3-venv python3-pip
+  libtorch-dev python3-torch python3-numpy python3-pytest python3-pytest-xdist python3-venv python3-pip
   libopenblas0-openmp
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libcairo2-dev fonts-dejavu-core chromium
