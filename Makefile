@@ -90,9 +90,9 @@ fuzz:
 # consumer) under AddressSanitizer + UndefinedBehaviorSanitizer (gcc, build-asan).
 # fontconfig (under Cairo) keeps process-wide caches that LeakSanitizer reports: suppressed.
 asan:
-	CXX=g++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOSENC_BUILD_NN=OFF \
+	CXX=g++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPOSENC_BUILD_NN=OFF \
 	  -DPOSENC_BUILD_BENCH=OFF \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	  -DCMAKE_CXX_FLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 	cmake --build build-asan -j $(JOBS)
 	printf 'leak:libfontconfig.so\n' > build-asan/lsan.supp
 	LSAN_OPTIONS=suppressions=$(abspath build-asan/lsan.supp) \
