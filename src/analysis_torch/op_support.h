@@ -9,10 +9,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "posenc/analysis/matrix.h"
 #include "posenc/nn/torch_errors.h"
