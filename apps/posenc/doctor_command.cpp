@@ -8,6 +8,7 @@
 #include <iostream>
 #include <string>
 
+#include "blas_kernels.h"
 #include "posenc/kernels/build_info.h"
 #include "posenc/nn/runtime_info.h"
 
@@ -45,6 +46,13 @@ void DoctorCommand::run() const {
     std::cerr << "posenc: warning: libtorch runs on netlib's reference BLAS, 20-50x slower than OpenBLAS: no speed "
                  "figure measured here compares with anything; install it (apt-get install libopenblas0-openmp, "
                  "or bash scripts/setup.sh)\n";
+  }
+  const std::string chose = blas_kernels_chosen_before_restart();
+  if (!chose.empty()) {
+    std::cout.flush();
+    std::cerr << "posenc: note: OpenBLAS chose its " << chose << " kernels (no AVX-512) on this AVX-512 CPU; posenc "
+              << "started again with OPENBLAS_CORETYPE=" << blas.core << ", as train, eval and experiment do (set "
+                 "OPENBLAS_CORETYPE to keep another choice).\n";
   }
   if (blas.avx512_unused) {
     const char* pinned = std::getenv("OPENBLAS_CORETYPE");

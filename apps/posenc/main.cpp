@@ -31,6 +31,7 @@
 #ifdef POSENC_WITH_NN
 #include <c10/util/Exception.h>
 
+#include "blas_kernels.h"
 #include "doctor_command.h"
 #include "encodings_command.h"
 #include "eval_command.h"
@@ -108,6 +109,12 @@ int main(int argc, char** argv) {
   posenc::cli::require_decimal_integers(app);  // after every command: it walks their options
   try {
     app.parse(argc, argv);
+#ifdef POSENC_WITH_NN
+    // Before anything is written: the commands whose speed and last bits depend on libtorch's GEMMs.
+    if (train.selected() || evaluate.selected() || experiment.selected() || doctor.selected()) {
+      posenc::cli::use_avx512_blas_kernels(argv);
+    }
+#endif
     if (table.selected()) table.run();
     if (demo.selected()) demo.run();
     if (analyze.selected()) analyze.run();
