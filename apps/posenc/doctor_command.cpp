@@ -47,12 +47,12 @@ void DoctorCommand::run() const {
                  "figure measured here compares with anything; install it (apt-get install libopenblas0-openmp, "
                  "or bash scripts/setup.sh)\n";
   }
-  const std::string chose = blas_kernels_chosen_before_restart();
+  const std::string chose = blas_kernels_chosen_before_switch();
   if (!chose.empty()) {
     std::cout.flush();
     std::cerr << "posenc: note: OpenBLAS chose its " << chose << " kernels (no AVX-512) on this AVX-512 CPU; posenc "
-              << "started again with OPENBLAS_CORETYPE=" << blas.core << ", as train, eval and experiment do (set "
-                 "OPENBLAS_CORETYPE to keep another choice).\n";
+              << "switched to its " << blas.core << " kernels (OPENBLAS_CORETYPE=SkylakeX), as train, eval and "
+                 "experiment do (set OPENBLAS_CORETYPE to keep another choice).\n";
   }
   if (blas.avx512_unused) {
     const char* pinned = std::getenv("OPENBLAS_CORETYPE");
