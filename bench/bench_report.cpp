@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "allocation_policy.h"
 #include "posenc/nn/runtime_info.h"
 
 namespace posenc::bench {
@@ -159,6 +160,15 @@ int check_baseline_blas(char** argv) {
   std::printf("NO RATIO: libtorch runs on netlib's reference BLAS; install OpenBLAS (bash scripts/setup.sh) so that "
               "the eager baseline is the one a user would run\n");
   return 3;
+}
+
+void keep_freed_memory_for_both_sides() {
+  if (cli::keep_freed_memory_for_reuse()) {
+    std::printf("malloc: freed memory kept for reuse by both sides, as posenc train does (mmap_max 0, no trim); "
+                "a glibc.malloc.* key in GLIBC_TUNABLES keeps yours instead\n");
+  } else {
+    std::printf("malloc: as set in GLIBC_TUNABLES (or not glibc), for both sides\n");
+  }
 }
 
 }  // namespace posenc::bench

@@ -52,4 +52,11 @@ double baseline_gemm_gflops();
 // check_baseline_blas. Returns its exit code: 0 to go on.
 int start_benchmark(char** argv);
 
+// Has glibc keep freed memory in the process, as the posenc executable does
+// for itself (apps/posenc/allocation_policy.h), for both sides of a benchmark
+// whose eager side allocates large buffers per call: under glibc's defaults
+// those come back as fresh pages every call, a cost a user avoids with one
+// environment variable (or jemalloc). Prints which allocator runs.
+void keep_freed_memory_for_both_sides();
+
 }  // namespace posenc::bench

@@ -43,7 +43,6 @@
 #include <string>
 #include <vector>
 
-#include "allocation_policy.h"
 #include "attention_families.h"
 #include "bench_report.h"
 #include "posenc/training/data_parallel.h"
@@ -331,12 +330,7 @@ int main(int argc, char** argv) try {
   if (const int refused = posenc::bench::start_benchmark(argv)) return refused;
   // posenc train keeps freed memory for reuse; the eager side gets the same, or its (B, H, T, T) buffers
   // would come back as fresh pages every step and the ratio would measure glibc's defaults.
-  if (posenc::cli::keep_freed_memory_for_reuse()) {
-    std::printf("malloc: freed memory kept for reuse by both sides, as posenc train does (mmap_max 0, no trim); "
-                "a glibc.malloc.* key in GLIBC_TUNABLES keeps yours instead\n");
-  } else {
-    std::printf("malloc: as set in GLIBC_TUNABLES (or not glibc), for both sides\n");
-  }
+  posenc::bench::keep_freed_memory_for_both_sides();
   bool correct = true;
   for (const char* encoding : kEncodings) correct = check_against_eager(kShapes[0], encoding) && correct;
   if (!correct) {
