@@ -50,6 +50,8 @@ namespace posenc::kernels {
 namespace {
 
 using detail::ALayout;
+using detail::clip;
+using detail::kParallelWork;
 using detail::round_up;
 
 // Register tiles within the vector register file (32 with AVX-512, else 16):
@@ -62,10 +64,6 @@ constexpr int kQueryRows = kWide ? 6 : 3;
 constexpr int64_t kKeyTile = 128;  // keys per tile: S^T tile + V tile within L1 / L2
 static_assert(kKeyTile % kKeyRows == 0);
 
-// Below this much work (multiply-adds) a parallel region costs more than it saves.
-constexpr int64_t kParallelWork = int64_t{1} << 18;
-
-int64_t clip(int64_t d, int64_t k) noexcept { return d < -k ? -k : d > k ? k : d; }
 
 template <class M>
 bool is_empty(const M& m) noexcept {

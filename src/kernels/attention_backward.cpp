@@ -36,6 +36,9 @@ namespace posenc::kernels {
 namespace {
 
 using detail::ALayout;
+using detail::clip;
+using detail::kParallelWork;
+using detail::prefetch_row;
 using detail::round_up;
 
 constexpr bool kWide = detail::kVectorRegisters >= 32;
@@ -45,20 +48,10 @@ constexpr int64_t kBN = 64;         // keys per tile
 constexpr int64_t kBand = kBM + kBN - 1;
 static_assert(kBM % kMR == 0);
 
-// Below this much work (multiply-adds) a parallel region costs more than it saves.
-constexpr int64_t kParallelWork = int64_t{1} << 18;
-
-int64_t clip(int64_t d, int64_t k) noexcept { return d < -k ? -k : d > k ? k : d; }
-
 // Rows of q, k, v, dO and O are met once per head, long after the forward
 // wrote them (L3 at best): fetched this many rows ahead, the copies below stop
 // waiting on each row's first load (7 % of a small model's training step).
 constexpr int64_t kRowsAhead = 8;
-
-template <class T>
-void prefetch_row(const T* row, int64_t n) noexcept {
-  for (int64_t i = 0; i < n; i += 64 / static_cast<int64_t>(sizeof(T))) __builtin_prefetch(row + i);
-}
 
 // C (rows x cols) (+)= A . B over `depth`, A(m, k) by layout, B rows ldb
 // apart. Reads whole vectors of B rows and kMR-row groups of A: callers pad

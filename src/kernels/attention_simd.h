@@ -1,6 +1,7 @@
-// Internal: the vector pieces of the fused attention (attention.cpp), written
-// with the GCC vector extensions of small_gemm.h: exp over a vector, lane
-// indices, and the per-thread scratch allocation.
+// Internal: the pieces the fused attention's forward and backward share
+// (attention.cpp, attention_backward.cpp), the vector ones written with the
+// GCC vector extensions of small_gemm.h: exp over a vector, lane indices, the
+// per-thread scratch allocation, the parallel threshold and offset clipping.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,12 @@
 #include "small_gemm.h"
 
 namespace posenc::kernels::detail {
+
+// Below this much work (multiply-adds) a parallel region costs more than it saves.
+inline constexpr int64_t kParallelWork = int64_t{1} << 18;
+
+// A relative offset clipped to [-k, k].
+inline int64_t clip(int64_t d, int64_t k) noexcept { return d < -k ? -k : d > k ? k : d; }
 
 // The integer vector with T's lane count (comparison masks, exponent bits).
 template <class T>

@@ -498,7 +498,7 @@ void table_grad_impl(const RelativeParams& params, BatchedMatrix<const T> weight
               if (j1 > j0) {
                 if (ii + kAhead < mb) {  // row i + kAhead reads the same keys shifted by kAhead
                   const T* next = weights.row(b, h, i + kAhead) + j0 + kAhead;
-                  for (int64_t p = 0; p < j1 - j0; p += 64 / sizeof(T)) __builtin_prefetch(next + p);
+                  detail::prefetch_row(next, j1 - j0);
                 }
                 const int64_t c0 = sp.base + j0 - lo, c1 = sp.base + j1 - lo;
                 std::fill(bins, bins + c0, T(0));

@@ -40,6 +40,12 @@ struct Simd {
 
 constexpr int64_t round_up(int64_t n, int64_t m) noexcept { return (n + m - 1) / m * m; }
 
+// Asks for the cache lines of n elements from `row` on, ahead of their use.
+template <class T>
+inline void prefetch_row(const T* row, int64_t n) noexcept {
+  for (int64_t i = 0; i < n; i += 64 / static_cast<int64_t>(sizeof(T))) __builtin_prefetch(row + i);
+}
+
 // How A is stored: A(m, k) = a[m * stride + k] (kRows) or a[k * stride + m] (kColumns).
 enum class ALayout { kRows, kColumns };
 
