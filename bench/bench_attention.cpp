@@ -20,6 +20,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,8 @@ int main(int argc, char** argv) try {
   const auto times = posenc::bench::run_benchmarks(argc, argv);
   auto t = [&](const std::string& name) { return posenc::bench::seconds_of(times, "run/" + name); };
 
+  // A --benchmark_filter that selects no family would otherwise print PASS for nothing measured.
+  if (times.empty()) throw std::runtime_error("--benchmark_filter selected no family of this benchmark");
   constexpr int kRounds = 3;
   bool ok = true;
   std::printf("\nfused attention forward, B=%lld H=%lld T=%lld Dh=%lld float32 (2d-relative: %lldx%lld = %lld); "
@@ -87,6 +90,7 @@ int main(int argc, char** argv) try {
   };
   std::vector<double> ratios;
   for (const AttentionFamily& f : families()) {
+    if (measured(f)) t("ours_" + std::string(f.name)), t("eager_" + std::string(f.name));  // both sides, or stop here
     ratios.push_back(measured(f) ? posenc::bench::paired_ratio([&] { f.eager(); }, [&] { f.ours(); }, kRounds) : 0);
   }
   for (size_t n = 0; n < families().size(); ++n) {

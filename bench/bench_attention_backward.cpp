@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <map>
 #include <string>
 #include <utility>
@@ -105,6 +106,8 @@ int main(int argc, char** argv) try {
   const auto times = posenc::bench::run_benchmarks(argc, argv);
   auto t = [&](const std::string& name) { return posenc::bench::seconds_of(times, "step/" + name); };
 
+  // A --benchmark_filter that selects no family would otherwise print PASS for nothing measured.
+  if (times.empty()) throw std::runtime_error("--benchmark_filter selected no family of this benchmark");
   constexpr int kRounds = 3;
   bool ok = true;
   std::printf("\nfused attention forward + backward, B=%lld H=%lld Dh=%lld float32; fastest | paired median:\n",
