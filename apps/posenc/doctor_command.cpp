@@ -28,19 +28,31 @@ void DoctorCommand::run() const {
   const nn::BlasInfo blas = nn::blas_info();
   const double gflops = nn::gemm_gflops(seconds_);  // validates --seconds before anything is printed
   const int blas_threads = nn::blas_threads();       // the team OpenBLAS used for that rate
+  const int64_t cores = kernels::available_cores();
+  const int torch_threads = at::get_num_threads();
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", gflops);
   std::cout << "posenc      " << POSENC_VERSION << ", kernels " << (build.native ? "native" : "portable")
             << " (-march=" << (build.native ? "native" : "x86-64") << "): " << build.vector_isa << '\n'
             << "torch       " << nn::torch_version() << ", " << at::get_num_threads() << " threads; posenc kernels "
             << omp_get_max_threads() << " OpenMP threads\n"
-            << "cores       " << kernels::available_cores() << " available to this process (CPU affinity)\n"
+            << "cores       " << cores << " available to this process (CPU affinity)\n"
             << "BLAS        " << blas.summary()
             << (blas.library.empty() ? "" : ": " + blas.library) << '\n'
             << "GEMM        " << rate << " (float32, 1024 x 1024 x 1024, " << seconds_ << " s; libtorch "
             << at::get_num_threads() << " threads"
             << (blas_threads > 0 ? ", OpenBLAS " + std::to_string(blas_threads) + " threads" : "")
             << ")\n";
+  if (torch_threads < cores) {
+    // libtorch's default is the physical cores it counts (cpuinfo), which on some virtual machines is fewer
+    // than the process may use; posenc's kernels run on the same OpenMP team, so both are slower than they need be.
+    std::cout.flush();
+    std::cerr << "posenc: note: libtorch runs " << torch_threads << " thread" << (torch_threads == 1 ? "" : "s")
+              << " on the " << cores << " cores available to this process (its default: the physical cores it "
+              << "detects), and posenc's kernels with it; torch.set_num_threads(" << cores << "), at::set_num_threads("
+              << cores << ") or OMP_NUM_THREADS=" << cores << " uses them all (posenc train and experiment take "
+              << "--threads, default " << cores << ").\n";
+  }
   if (blas.reference) {
     std::cout.flush();
     std::cerr << "posenc: warning: libtorch runs on netlib's reference BLAS, 20-50x slower than OpenBLAS: no speed "

@@ -29,6 +29,17 @@ def run(*args, env=None, **kwargs):
                           env=None if env is None else {**os.environ, **env}, **kwargs)
 
 
+THREADS_NOTE = re.compile(r"posenc: note: libtorch runs (\d+) threads? on the (\d+) cores available to this process "
+                          r"\(its default: the physical cores it detects\), and posenc's kernels with it; "
+                          r"torch\.set_num_threads\(\2\), at::set_num_threads\(\2\) or OMP_NUM_THREADS=\2 uses them "
+                          r"all \(posenc train and experiment take --threads, default \2\)\.\n")
+
+
+def without_threads_note(stderr):
+    """doctor's stderr less its note on libtorch's thread count, which depends on the machine (tested below)."""
+    return THREADS_NOTE.sub("", stderr, count=1)
+
+
 def lines(stdout):
     """{'posenc': '...', 'torch': '...', ...}: each line's first word and the rest."""
     return {l.split()[0]: l.split(maxsplit=1)[1] for l in stdout.splitlines()}
@@ -53,6 +64,25 @@ def test_doctor_names_the_blas_the_cores_and_a_gemm_rate():
     assert ("reference BLAS" in r.stderr) == reference
 
 
+def test_doctor_notes_when_libtorch_leaves_cores_unused():
+    """libtorch's default thread count is the physical cores it detects, which some virtual machines report as
+    fewer than the affinity mask allows; doctor says so, and how to use them all, exactly when it happens."""
+    cores = len(os.sched_getaffinity(0))
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    r = subprocess.run([CLI, "doctor", "--seconds", "0.1"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    threads = int(re.match(r"\S+, (\d+) threads; ", lines(r.stdout)["torch"]).group(1))
+    note = THREADS_NOTE.search(r.stderr)
+    assert (note is not None) == (threads < cores), r.stderr
+    if note:
+        assert (int(note.group(1)), int(note.group(2))) == (threads, cores)
+    # Asked for every core, libtorch and posenc's kernels take them, and the note goes.
+    r = subprocess.run([CLI, "doctor", "--seconds", "0.1"], capture_output=True, text=True, timeout=120,
+                       env={**env, "OMP_NUM_THREADS": str(cores)})
+    assert lines(r.stdout)["torch"].endswith(f", {cores} threads; posenc kernels {cores} OpenMP threads")
+    assert THREADS_NOTE.search(r.stderr) is None
+
+
 @pytest.fixture
 def reference_blas(tmp_path):
     """LD_LIBRARY_PATH under which libtorch loads netlib's reference BLAS."""
@@ -66,7 +96,7 @@ def test_doctor_warns_on_the_reference_blas(reference_blas):
     r = run("doctor", "--seconds", "0.1", env=reference_blas)
     assert r.returncode == 0, r.stderr
     assert lines(r.stdout)["BLAS"] == f"reference BLAS (netlib): {REFERENCE_BLAS.resolve()}"
-    assert r.stderr.startswith("posenc: warning: libtorch runs on netlib's reference BLAS")
+    assert without_threads_note(r.stderr).startswith("posenc: warning: libtorch runs on netlib's reference BLAS")
 
 
 def test_a_benchmark_refuses_a_ratio_against_the_reference_blas(reference_blas):
@@ -98,11 +128,11 @@ def test_doctor_names_openblas_kernels_and_notes_unused_avx512(openblas):
             "OPENBLAS_CORETYPE=Haswell in the environment asks; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 "
             "kernels (compare: OPENBLAS_CORETYPE=SkylakeX posenc doctor; results differ in the last bits). The "
             "benchmarks run their eager baselines on them.\n")
-    assert r.stderr == (note if cpu_has_avx512() else "")
+    assert without_threads_note(r.stderr) == (note if cpu_has_avx512() else "")
     if cpu_has_avx512():
         r = run("doctor", "--seconds", "0.1", env={"OPENBLAS_CORETYPE": "SkylakeX"})
         assert ", SkylakeX kernels: " in lines(r.stdout)["BLAS"]
-        assert r.stderr == ""
+        assert without_threads_note(r.stderr) == ""
 
 
 SMALL_RUN = ["--task", "order", "--encoding", "rope", "--layers", "1", "--dim", "32", "--heads", "2",
@@ -121,6 +151,7 @@ def test_doctor_and_training_run_on_the_avx512_kernels_unless_the_user_chose_oth
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "POSENC_OPENBLAS_CHOSE")}
     r = subprocess.run([CLI, "doctor", "--seconds", "0.1"], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
+    r.stderr = without_threads_note(r.stderr)
     core = re.fullmatch(r"OpenBLAS \((?:OpenMP|pthread|serial)\), (\w+) kernels: \S+", lines(r.stdout)["BLAS"])
     assert core, lines(r.stdout)["BLAS"]
     if not cpu_has_avx512():
