@@ -132,4 +132,41 @@ double spearman_correlation(const std::vector<double>& x, const std::vector<doub
   return pearson_correlation(ranks(x), ranks(y));
 }
 
+double correlation_p(double r, int64_t n) {
+  require(n >= 3, kOp, "a correlation test needs >= 3 pairs, got ", n);
+  if (std::isnan(r)) return r;
+  require(r >= -1 && r <= 1, kOp, "r must be in [-1, 1], got ", r);
+  if (std::abs(r) == 1) return 0;
+  const double nu = static_cast<double>(n - 2);
+  return student_t_two_sided_p(r * std::sqrt(nu / (1 - r * r)), nu);
+}
+
+double spearman_p(const std::vector<double>& x, const std::vector<double>& y) {
+  check_pairs(x, y, "a correlation");
+  const auto n = static_cast<int64_t>(x.size());
+  const double rho = spearman_correlation(x, y);
+  if (n > kExactSpearmanPairs || std::isnan(rho)) return correlation_p(rho, n);
+  require(n >= 3, kOp, "a correlation test needs >= 3 pairs, got ", n);
+  // Under "no correlation" every ordering of y's ranks against x's is equally likely; rho's denominator is the
+  // same for all of them, so the centred cross sum ranks them.
+  std::vector<double> rx = ranks(x), ry = ranks(y);
+  const double centre = static_cast<double>(n + 1) / 2;
+  for (size_t i = 0; i < rx.size(); ++i) rx[i] -= centre, ry[i] -= centre;
+  const auto cross = [&](const std::vector<double>& r) {
+    double s = 0;
+    for (size_t i = 0; i < rx.size(); ++i) s += rx[i] * r[i];
+    return s;
+  };
+  const double observed = std::abs(cross(ry)) * (1 - 1e-12);  // a reordering reaching it exactly counts
+  std::sort(ry.begin(), ry.end());
+  int64_t at_least = 0, orderings = 0;
+  do {
+    ++orderings;
+    at_least += std::abs(cross(ry)) >= observed;
+  } while (std::next_permutation(ry.begin(), ry.end()));
+  // Tied ranks repeat orderings; next_permutation visits each distinct one once, and each stands for the same
+  // number of the n! orderings, so the share is the same.
+  return static_cast<double>(at_least) / static_cast<double>(orderings);
+}
+
 }  // namespace posenc::analysis

@@ -288,11 +288,15 @@ std::string summarize_properties(const fs::path& suite_dir) {
           y.push_back(sy / static_cast<double>(found->second.size()));
         }
         if (x.size() < 3) continue;  // two points always correlate perfectly
+        const double pearson = analysis::pearson_correlation(x, y), spearman = analysis::spearman_correlation(x, y);
+        const auto n = static_cast<int64_t>(x.size());
         correlations.push_back(
             {{"task", t},
              {"property", std::string(from_table ? "" : "identical_word_attention.") + kProbeFields[i]},
-             {"pearson", number_or_null(analysis::pearson_correlation(x, y))},
-             {"spearman", number_or_null(analysis::spearman_correlation(x, y))},
+             {"pearson", number_or_null(pearson)},
+             {"pearson_p", number_or_null(analysis::correlation_p(pearson, n))},
+             {"spearman", number_or_null(spearman)},
+             {"spearman_p", number_or_null(analysis::spearman_p(x, y))},
              {"encodings", x.size()}});
       }
     }

@@ -166,13 +166,17 @@ std::string properties_markdown(const json& j) {
 
   out << fit_markdown(rows, tasks);
 
-  out << "\nProbe means against task means across encodings.\n\n| task | property | Pearson | Spearman | encodings |\n"
-         "|---|---|---|---|---|\n";
+  out << "\nProbe means against task means across encodings (p two-sided: Pearson's from the t test with encodings "
+         "- 2 degrees of freedom; Spearman's exact, over every ordering, up to 10 encodings).\n\n"
+         "| task | property | Pearson | Spearman | encodings |\n|---|---|---|---|---|\n";
   for (const json& c : j.at("correlations")) {
-    const auto number = [](const json& v) { return v.is_number() ? format("%.2f", v.get<double>()) : "n/a"; };
+    const auto cell = [&](const char* r, const char* p) {
+      const json& v = c.at(r);
+      return v.is_number() ? format("%.2f", v.get<double>()) + " (p " + p_value(c.at(p)) + ")" : std::string("n/a");
+    };
     out << "| " << c.at("task").get<std::string>() << " | " << c.at("property").get<std::string>() << " | "
-        << number(c.at("pearson")) << " | " << number(c.at("spearman")) << " | " << c.at("encodings").get<int64_t>()
-        << " |\n";
+        << cell("pearson", "pearson_p") << " | " << cell("spearman", "spearman_p") << " | "
+        << c.at("encodings").get<int64_t>() << " |\n";
   }
   return out.str();
 }

@@ -53,6 +53,7 @@ struct Correlation {
   std::string task, property;
   std::optional<double> pearson, spearman;
   int64_t encodings = 0;
+  std::optional<double> pearson_p, spearman_p;  // optional in the summary: older ones lack them
 };
 
 // How a stage ended across runs (optional in the summary: older ones lack it).
@@ -179,8 +180,12 @@ Properties parse(const Json& j, const SummaryReader& r) {
     const std::string path = item_path("correlations", k);
     const Json& c = correlations[k];
     Correlation cor{r.text(c, "task", path), r.text(c, "property", path), r.number_or_null(c, "pearson", path),
-                    r.number_or_null(c, "spearman", path), r.count(c, "encodings", path)};
+                    r.number_or_null(c, "spearman", path), r.count(c, "encodings", path),
+                    r.number_or_null(c, "pearson_p", path, true), r.number_or_null(c, "spearman_p", path, true)};
     if (!known(task_names, cor.task)) r.invalid(field_path(path, "task"));
+    for (const auto& [p, key] : {std::pair{cor.pearson_p, "pearson_p"}, std::pair{cor.spearman_p, "spearman_p"}}) {
+      if (p && !(*p >= 0 && *p <= 1)) r.invalid(field_path(path, key));
+    }
     p.correlations.push_back(std::move(cor));
   }
   if (j.contains("stopping")) {
@@ -360,12 +365,15 @@ std::string indicator_table(const Properties& p) {
 std::string correlation_table(const Properties& p) {
   if (p.correlations.empty()) return "<p class=\"meta\">No correlations in the summary.</p>\n";
   std::string h = "<table>\n<tr><th class=\"name\">task</th><th class=\"name\">property</th><th>Pearson r</th>"
-                  "<th>Spearman &rho;</th><th>encodings</th></tr>\n";
+                  "<th>p</th><th>Spearman &rho;</th><th>p</th><th>encodings</th></tr>\n";
+  const auto number = [](const std::optional<double>& v, const std::string& text) { return v ? text : "n/a"; };
   for (const Correlation& c : p.correlations) {
     h += "<tr><td class=\"name\">" + escape_html(c.task) + "</td><td class=\"name\">" +
-         escape_html(indicator_name(c.property)) + "</td><td>" + (c.pearson ? fixed_text(*c.pearson, 3) : "n/a") +
-         "</td><td>" + (c.spearman ? fixed_text(*c.spearman, 3) : "n/a") + "</td><td>" +
-         std::to_string(c.encodings) + "</td></tr>\n";
+         escape_html(indicator_name(c.property)) + "</td><td>" + number(c.pearson, fixed_text(c.pearson.value_or(0), 3)) +
+         "</td><td>" + number(c.pearson_p, p_text(c.pearson_p.value_or(0))) + "</td><td>" +
+         number(c.spearman, fixed_text(c.spearman.value_or(0), 3)) + "</td><td>" +
+         number(c.spearman_p, p_text(c.spearman_p.value_or(0))) + "</td><td>" + std::to_string(c.encodings) +
+         "</td></tr>\n";
   }
   return h + "</table>\n";
 }
@@ -401,7 +409,9 @@ the same as m back) are read on the proximity of the position table, so they are
 one; <i>identical-word attention</i> reads them on the trained model's first-layer attention when every
 position holds the same word (identical-word probing, Wang &amp; Chen 2020), which every encoding has. The
 correlations are over encodings, between a task's mean score and an indicator's mean (Pearson on the values,
-Spearman on their ranks).</p></div>
+Spearman on their ranks), each with its two-sided p (Pearson's from the t test with encodings &minus; 2 degrees
+of freedom; Spearman's exact, over every ordering of the ranks, up to 10 encodings): with a handful of encodings
+only a large |r| means much.</p></div>
 )";
 
 }  // namespace

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numbers>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -97,6 +99,74 @@ TEST(Statistics, Correlations) {
   EXPECT_NEAR(spearman_correlation({1, 1, 2}, {1.5, 1.5, 3}), 1, 1e-15);
   EXPECT_TRUE(std::isnan(pearson_correlation({1, 1, 1}, {1, 2, 3})));
   expect_error([] { spearman_correlation({1}, {1}); }, "[stats] a correlation needs >= 2 pairs, got 1");
+}
+
+TEST(Statistics, CorrelationP) {
+  // Closed forms of the t test of r: with 3 pairs (1 degree of freedom) p = 1 - (2 / pi) asin|r|, with 4 pairs
+  // (2 degrees) p = 1 - |r|; with more, the tail integrated by Simpson's rule.
+  for (const double r : {0.0, 0.1, -0.35, 0.8, -0.97}) {
+    EXPECT_NEAR(correlation_p(r, 3), 1 - 2 / std::numbers::pi * std::asin(std::abs(r)), 1e-13) << r;
+    EXPECT_NEAR(correlation_p(r, 4), 1 - std::abs(r), 1e-13) << r;
+    for (const int64_t n : {5, 9, 20}) {
+      const double nu = static_cast<double>(n - 2);
+      EXPECT_NEAR(correlation_p(r, n), simpson_tail(std::abs(r) * std::sqrt(nu / (1 - r * r)), nu), 1e-9) << r;
+    }
+  }
+  // More pairs make the same r more significant; the sign does not matter.
+  EXPECT_LT(correlation_p(0.8, 20), correlation_p(0.8, 9));
+  EXPECT_DOUBLE_EQ(correlation_p(-0.6, 9), correlation_p(0.6, 9));
+  EXPECT_EQ(correlation_p(1, 5), 0);
+  EXPECT_EQ(correlation_p(-1, 3), 0);
+  EXPECT_TRUE(std::isnan(correlation_p(std::nan(""), 9)));
+  expect_error([] { correlation_p(0.5, 2); }, "[stats] a correlation test needs >= 3 pairs, got 2");
+  expect_error([] { correlation_p(1.5, 9); }, "[stats] r must be in [-1, 1], got 1.5");
+}
+
+// The share of the orderings of y whose |rho| reaches the observed one, counted here over all n! labelled
+// orderings with rho = 1 - 6 sum d^2 / (n (n^2 - 1)) (no ties), or with spearman_correlation (ties).
+double brute_force_spearman_p(const std::vector<double>& x, std::vector<double> y, bool ties) {
+  const auto n = static_cast<double>(x.size());
+  const auto rho = [&](const std::vector<double>& v) {
+    if (ties) return spearman_correlation(x, v);
+    double d2 = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double rx = static_cast<double>(std::count_if(x.begin(), x.end(), [&](double a) { return a < x[i]; }));
+      const double ry = static_cast<double>(std::count_if(v.begin(), v.end(), [&](double a) { return a < v[i]; }));
+      d2 += (rx - ry) * (rx - ry);
+    }
+    return 1 - 6 * d2 / (n * (n * n - 1));
+  };
+  const double observed = std::abs(rho(y));
+  std::vector<size_t> order(y.size());
+  std::iota(order.begin(), order.end(), 0);
+  int64_t at_least = 0, all = 0;
+  do {
+    std::vector<double> v(y.size());
+    for (size_t i = 0; i < y.size(); ++i) v[i] = y[order[i]];
+    ++all;
+    at_least += std::abs(rho(v)) >= observed - 1e-12;
+  } while (std::next_permutation(order.begin(), order.end()));
+  return static_cast<double>(at_least) / static_cast<double>(all);
+}
+
+TEST(Statistics, SpearmanPExactUpTo10Pairs) {
+  // Perfect order: 2 of the n! orderings (it and its reverse).
+  EXPECT_DOUBLE_EQ(spearman_p({1, 2, 3}, {10, 20, 30}), 2.0 / 6);
+  EXPECT_DOUBLE_EQ(spearman_p({1, 2, 3, 4, 5}, {5, 4, 3, 2, 1}), 2.0 / 120);
+  // n = 5, one neighbouring swap: rho = 0.9, reached by the 1 + 4 orderings with sum d^2 <= 2, both ways.
+  EXPECT_DOUBLE_EQ(spearman_p({1, 2, 3, 4, 5}, {2, 1, 3, 4, 5}), 10.0 / 120);
+  const std::vector<double> x{0.3, 1.7, -0.2, 2.5, 0.9, 1.1, -1.4}, y{0.1, 0.8, 0.2, 1.9, -0.5, 1.0, -0.7};
+  EXPECT_NEAR(spearman_p(x, y), brute_force_spearman_p(x, y, false), 1e-15);
+  // Ties keep their mean ranks; each distinct ordering stands for as many labelled ones.
+  const std::vector<double> tx{1, 1, 2, 3, 3, 4}, ty{2, 1, 1, 5, 4, 4};
+  EXPECT_NEAR(spearman_p(tx, ty), brute_force_spearman_p(tx, ty, true), 1e-15);
+  // Beyond 10 pairs, the t test of rho.
+  std::vector<double> lx, ly;
+  for (int i = 0; i < 11; ++i) lx.push_back(i), ly.push_back(std::sin(i));
+  EXPECT_DOUBLE_EQ(spearman_p(lx, ly), correlation_p(spearman_correlation(lx, ly), 11));
+  EXPECT_TRUE(std::isnan(spearman_p({1, 1, 1}, {1, 2, 3})));
+  expect_error([] { spearman_p({1, 2}, {1, 2}); }, "[stats] a correlation test needs >= 3 pairs, got 2");
+  expect_error([] { spearman_p({1, 2, 3}, {1, 2}); }, "[stats] paired samples must have the same size, got 3 and 2");
 }
 
 }  // namespace

@@ -266,6 +266,9 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     pearson = sum((a - mx) * (b - my) for a, b in zip(x, y)) / math.sqrt(
         sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
     assert math.isclose(correlation["pearson"], pearson, rel_tol=1e-12)
+    # Each with the two-sided p of its t test; 4 encodings: 2 degrees of freedom, where p = 1 - |r| exactly.
+    assert math.isclose(correlation["pearson_p"], 1 - abs(pearson), rel_tol=1e-9, abs_tol=1e-12)
+    assert math.isclose(correlation["spearman_p"], 2 / 24, rel_tol=1e-15)  # exact: 2 of the 4! orderings
     # How the stages ended, against each run's step cap: seed 2's lexname ran to its cap with its best there.
     assert summary["stopping"] == [
         {"stage": "pretrain", "most_steps": 20, "runs": 12, "stopped_early": 0, "best_at_most_steps": 0,
@@ -296,8 +299,9 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     assert lines[tests_at + 2] == f"| shaw | {-shaw['mean_difference']:+.3f} (p {shaw['p']:.3f}) |"
     assert lines[tests_at + 2:tests_at + 5] == [line for line in lines if line.startswith(("| shaw", "| rope", "| none"))
                                                 and "(p " in line]
-    assert (f"| lexname | identical_word_attention.monotonicity | {correlation['pearson']:.2f} | 1.00 | 4 |"
-            in lines)
+    pearson_p = correlation["pearson_p"]
+    assert (f"| lexname | identical_word_attention.monotonicity | {correlation['pearson']:.2f} "
+            f"(p {'< 0.001' if pearson_p < 0.001 else format(pearson_p, '.3f')}) | 1.00 (p 0.083) | 4 |" in lines)
     stops = lines.index("| stage | most steps | runs | stopped early | best at the most steps | median best step |")
     assert lines[stops + 2:stops + 4] == ["| pretrain | 20 | 12 | 0 | 0 | 10 |", "| lexname | 40 | 12 | 8 | 4 | 10 |"]
     # The report reads the runs, never a stale summary.json.

@@ -213,9 +213,10 @@ TEST(ExperimentsProperties, SignificantPValuesAreMarked) {
 TEST(ExperimentsProperties, CorrelationsTable) {
   const std::string& h = properties().html;
   EXPECT_NE(h.find("<tr><td class=\"name\">lexname</td><td class=\"name\">identical-word attention</td>"
-                   "<td>0.930</td><td>0.800</td><td>4</td></tr>"),
+                   "<td>0.930</td><td>0.070</td><td>0.800</td><td>0.200</td><td>4</td></tr>"),
             std::string::npos);
-  EXPECT_NE(h.find("<td>0.710</td><td>n/a</td><td>3</td>"), std::string::npos);
+  // A summary written before the p values (the second correlation has none), and a null Spearman.
+  EXPECT_NE(h.find("<td>0.710</td><td>n/a</td><td>n/a</td><td>n/a</td><td>3</td>"), std::string::npos);
 }
 
 TEST(ExperimentsProperties, HowEachStageEndedTable) {
@@ -327,6 +328,8 @@ TEST(Experiments, MalformedSummariesAreRefusedWordForWord) {
        "missing or invalid field 'comparisons[0].p'"},
       {"properties_summary.json", [](Json& j) { j["correlations"][1]["task"] = "pos"; },
        "missing or invalid field 'correlations[1].task'"},
+      {"properties_summary.json", [](Json& j) { j["correlations"][0]["spearman_p"] = 1.5; },
+       "missing or invalid field 'correlations[0].spearman_p'"},
       {"properties_summary.json", [](Json& j) { j["pretraining"] = 3; }, "missing or invalid field 'pretraining'"},
       {"properties_summary.json",
        [](Json& j) {

@@ -38,4 +38,15 @@ double pearson_correlation(const std::vector<double>& x, const std::vector<doubl
 // Pearson of the ranks (ties share their mean rank).
 double spearman_correlation(const std::vector<double>& x, const std::vector<double>& y);
 
+// Two-sided p of "no correlation" for a sample correlation r over n pairs: t = r sqrt((n - 2) / (1 - r^2)) against
+// Student's t with n - 2 degrees of freedom (exact for Pearson's r of normal samples; for Spearman's rho the
+// usual approximation). 0 when |r| = 1, NaN when r is NaN. "[stats] a correlation test needs >= 3 pairs, got 2";
+// "[stats] r must be in [-1, 1], got 1.5".
+double correlation_p(double r, int64_t n);
+// Two-sided p of "no correlation" for Spearman's rho of x and y: exact up to kExactSpearmanPairs pairs (the share
+// of the n! orderings of y's ranks whose |rho| reaches the observed one; ties keep their mean ranks), else
+// correlation_p(rho, n). NaN when either sample is constant. Errors as correlation_p and pearson_correlation.
+inline constexpr int64_t kExactSpearmanPairs = 10;
+double spearman_p(const std::vector<double>& x, const std::vector<double>& y);
+
 }  // namespace posenc::analysis
