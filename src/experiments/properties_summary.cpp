@@ -58,7 +58,36 @@ struct StageStops {
   int64_t stopped_early = 0;  // patience ran out before the cap
   int64_t best_at_most_steps = 0;  // still improving at the cap: the best checkpoint is the last step
   std::vector<double> best_steps;
+  std::vector<double> last_gains;  // of the runs with their best at the cap and a validation record
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// How much a stage's validation score rose over its last evaluation interval (its validation.jsonl's last two
+// lines; scores are higher-is-better, the masked-LM one a negated loss): how far from a plateau a stage cut at
+// its cap still was. None without the record (a suite copied with its results only) or with one evaluation.
+std::optional<double> last_interval_gain(const fs::path& record) {
+  std::ifstream in(record);
+  if (!in) return std::nullopt;
+  std::optional<double> previous, last;
+  int64_t lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
+        !j.contains("score") || !j["score"].is_number()) {
+      fail_runtime(kOp, record.string(), ":", lines, ": not a validation line (a JSON object with step and score)");
+    }
+    previous = last;
+    last = j["score"].get<double>();
+  }
+  if (!previous) return std::nullopt;
+  return *last - *previous;
+}
 
 // The step cap of each stage of a run, in its stages' order, from its recorded configuration.
 std::vector<int64_t> stage_caps(const json& result) {
@@ -155,6 +184,10 @@ std::string summarize_properties(const fs::path& suite_dir) {
       it->stopped_early += cap > 0 && stages[k].last_step < cap;
       it->best_at_most_steps += cap > 0 && stages[k].best_step >= cap;
       it->best_steps.push_back(static_cast<double>(stages[k].best_step));
+      if (cap > 0 && stages[k].best_step >= cap) {
+        const std::optional<double> gain = last_interval_gain(r.path.parent_path() / stages[k].stage / "validation.jsonl");
+        if (gain) it->last_gains.push_back(*gain);
+      }
     }
   }
   std::vector<Row> rows;
@@ -237,13 +270,11 @@ std::string summarize_properties(const fs::path& suite_dir) {
   j["rows"] = out_rows;
 
   ordered_json stopping = ordered_json::array();
-  for (StageStops& s : stops) {
-    std::sort(s.best_steps.begin(), s.best_steps.end());
-    const size_t n = s.best_steps.size();
-    const double median = n % 2 ? s.best_steps[n / 2] : (s.best_steps[n / 2 - 1] + s.best_steps[n / 2]) / 2;
+  for (const StageStops& s : stops) {
     stopping.push_back({{"stage", s.stage}, {"most_steps", s.most_steps}, {"runs", s.runs},
                         {"stopped_early", s.stopped_early}, {"best_at_most_steps", s.best_at_most_steps},
-                        {"median_best_step", median}});
+                        {"median_best_step", median(s.best_steps)},
+                        {"last_interval_gain", s.last_gains.empty() ? ordered_json(nullptr) : ordered_json(median(s.last_gains))}});
   }
   j["stopping"] = stopping;
 
@@ -343,12 +374,18 @@ std::string properties_table(const std::string& summary) {
                 j.at("comparisons").size(), static_cast<long long>(significant));
   out += line;
   for (const json& s : j.value("stopping", json::array())) {
-    std::snprintf(line, sizeof line, "stopping: %s stopped early in %lld of %lld runs, best at its %lld-step cap in %lld\n",
+    std::snprintf(line, sizeof line, "stopping: %s stopped early in %lld of %lld runs, best at its %lld-step cap in %lld",
                   s.at("stage").get<std::string>().c_str(), static_cast<long long>(s.at("stopped_early").get<int64_t>()),
                   static_cast<long long>(s.at("runs").get<int64_t>()),
                   static_cast<long long>(s.at("most_steps").get<int64_t>()),
                   static_cast<long long>(s.at("best_at_most_steps").get<int64_t>()));
     out += line;
+    if (s.contains("last_interval_gain") && s.at("last_interval_gain").is_number()) {
+      std::snprintf(line, sizeof line, " (median gain over their last evaluation interval %.4g)",
+                    s.at("last_interval_gain").get<double>());
+      out += line;
+    }
+    out += "\n";
   }
   return out;
 }

@@ -154,13 +154,16 @@ std::string properties_markdown(const json& j) {
 
   if (j.contains("stopping")) {
     out << "\nHow each stage ended (early stopping on validation, else at its most steps). A best checkpoint at the "
-           "most steps means the stage was still improving when it stopped.\n\n| stage | most steps | runs | "
-           "stopped early | best at the most steps | median best step |\n|---|---|---|---|---|---|\n";
+           "most steps means the stage was still improving when it stopped; the last column says by how much: the "
+           "median over those runs of the validation score's rise over their last evaluation interval (the "
+           "masked-LM score is the negated loss, in nats).\n\n| stage | most steps | runs | stopped early | best at "
+           "the most steps | median best step | their last gain |\n|---|---|---|---|---|---|---|\n";
     for (const json& s : j.at("stopping")) {
+      const json& gain = s.at("last_interval_gain");
       out << "| " << s.at("stage").get<std::string>() << " | " << s.at("most_steps").get<int64_t>() << " | "
           << s.at("runs").get<int64_t>() << " | " << s.at("stopped_early").get<int64_t>() << " | "
           << s.at("best_at_most_steps").get<int64_t>() << " | " << format("%.0f", s.at("median_best_step").get<double>())
-          << " |\n";
+          << " | " << (gain.is_number() ? format("%.4f", gain.get<double>()) : "—") << " |\n";
     }
   }
 

@@ -61,6 +61,7 @@ struct StageStops {
   std::string stage;
   int64_t most_steps = 0, runs = 0, stopped_early = 0, best_at_most_steps = 0;
   double median_best_step = 0;
+  std::optional<double> last_interval_gain;  // null when no run has its curves; absent from older summaries
 };
 
 struct Properties {
@@ -195,7 +196,8 @@ Properties parse(const Json& j, const SummaryReader& r) {
       const Json& s = stopping[k];
       p.stopping.push_back({r.text(s, "stage", path), r.count(s, "most_steps", path), r.count(s, "runs", path),
                             r.count(s, "stopped_early", path), r.count(s, "best_at_most_steps", path),
-                            r.number(s, "median_best_step", path)});
+                            r.number(s, "median_best_step", path),
+                            r.number_or_null(s, "last_interval_gain", path, true)});
     }
   }
   return p;
@@ -383,12 +385,16 @@ std::string correlation_table(const Properties& p) {
 std::string stopping_table(const Properties& p) {
   std::string h = "<h4>How each stage ended</h4>\n<p class=\"meta\">Early stopping on validation, else at the "
                   "stage's most steps; a best checkpoint at the most steps means the stage was still improving "
-                  "when it stopped.</p>\n<table>\n<tr><th class=\"name\">stage</th><th>most steps</th><th>runs</th>"
-                  "<th>stopped early</th><th>best at the most steps</th><th>median best step</th></tr>\n";
+                  "when it stopped, and <i>their last gain</i> by how much: the median over those runs of the "
+                  "validation score's rise over their last evaluation interval (the masked-LM score is the negated "
+                  "loss, in nats).</p>\n<table>\n<tr><th class=\"name\">stage</th><th>most steps</th><th>runs</th>"
+                  "<th>stopped early</th><th>best at the most steps</th><th>median best step</th>"
+                  "<th>their last gain</th></tr>\n";
   for (const StageStops& s : p.stopping) {
     h += "<tr><td class=\"name\">" + escape_html(s.stage) + "</td><td>" + std::to_string(s.most_steps) + "</td><td>" +
          std::to_string(s.runs) + "</td><td>" + std::to_string(s.stopped_early) + "</td><td>" +
-         std::to_string(s.best_at_most_steps) + "</td><td>" + fixed_text(s.median_best_step, 0) + "</td></tr>\n";
+         std::to_string(s.best_at_most_steps) + "</td><td>" + fixed_text(s.median_best_step, 0) + "</td><td>" +
+         (s.last_interval_gain ? fixed_text(*s.last_interval_gain, 4) : "n/a") + "</td></tr>\n";
   }
   return h + "</table>\n";
 }

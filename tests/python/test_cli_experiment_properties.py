@@ -237,6 +237,10 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
             d = out / "runs" / f"{encoding}-s{seed}"
             d.mkdir()
             (d / "result.json").write_text(json.dumps(result))
+            if seed == 2:  # lexname's best at its cap: its last evaluation interval gained 0.01 * (order + 1)
+                (d / "lexname").mkdir()
+                (d / "lexname" / "validation.jsonl").write_text(
+                    f'{{"step": 20, "score": {v - 0.01 * (order + 1)}}}\n{{"step": 40, "score": {v}}}\n')
     r = run("experiment", "report", out, "--json")
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
@@ -270,15 +274,18 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     assert math.isclose(correlation["pearson_p"], 1 - abs(pearson), rel_tol=1e-9, abs_tol=1e-12)
     assert math.isclose(correlation["spearman_p"], 2 / 24, rel_tol=1e-15)  # exact: 2 of the 4! orderings
     # How the stages ended, against each run's step cap: seed 2's lexname ran to its cap with its best there.
-    assert summary["stopping"] == [
-        {"stage": "pretrain", "most_steps": 20, "runs": 12, "stopped_early": 0, "best_at_most_steps": 0,
-         "median_best_step": 10},
-        {"stage": "lexname", "most_steps": 40, "runs": 12, "stopped_early": 8, "best_at_most_steps": 4,
-         "median_best_step": 10}]
+    # And by how much those at their cap were still improving: the median of 0.01, 0.02, 0.03, 0.04.
+    assert summary["stopping"][0] == {"stage": "pretrain", "most_steps": 20, "runs": 12, "stopped_early": 0,
+                                      "best_at_most_steps": 0, "median_best_step": 10, "last_interval_gain": None}
+    lexname_stops = dict(summary["stopping"][1])
+    assert math.isclose(lexname_stops.pop("last_interval_gain"), 0.025, rel_tol=1e-9)
+    assert lexname_stops == {"stage": "lexname", "most_steps": 40, "runs": 12, "stopped_early": 8,
+                             "best_at_most_steps": 4, "median_best_step": 10}
     # The text table names every encoding, and says how the stages ended.
     table = run("experiment", "report", out)
     assert table.returncode == 0 and all(e in table.stdout for e in scores)
-    assert "stopping: lexname stopped early in 8 of 12 runs, best at its 40-step cap in 4\n" in table.stdout
+    assert ("stopping: lexname stopped early in 8 of 12 runs, best at its 40-step cap in 4 (median gain over their "
+            "last evaluation interval 0.025)\n") in table.stdout
 
     # --markdown: the same numbers as Markdown tables, the tests against the first row (learned).
     md = run("experiment", "report", out, "--markdown")
@@ -302,11 +309,19 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     pearson_p = correlation["pearson_p"]
     assert (f"| lexname | identical_word_attention.monotonicity | {correlation['pearson']:.2f} "
             f"(p {'< 0.001' if pearson_p < 0.001 else format(pearson_p, '.3f')}) | 1.00 (p 0.083) | 4 |" in lines)
-    stops = lines.index("| stage | most steps | runs | stopped early | best at the most steps | median best step |")
-    assert lines[stops + 2:stops + 4] == ["| pretrain | 20 | 12 | 0 | 0 | 10 |", "| lexname | 40 | 12 | 8 | 4 | 10 |"]
+    stops = lines.index("| stage | most steps | runs | stopped early | best at the most steps | median best step | "
+                        "their last gain |")
+    assert lines[stops + 2:stops + 4] == ["| pretrain | 20 | 12 | 0 | 0 | 10 | — |",
+                                          "| lexname | 40 | 12 | 8 | 4 | 10 | 0.0250 |"]
     # The report reads the runs, never a stale summary.json.
     (out / "summary.json").write_text("{}")
     assert run("experiment", "report", out, "--markdown").stdout == md.stdout
+    # A validation record that is not one is refused with its file and line.
+    record = out / "runs" / "rope-s2" / "lexname" / "validation.jsonl"
+    record.write_text(record.read_text() + '{"step": 60}\n')
+    r = run("experiment", "report", out)
+    assert (r.returncode, r.stderr) == (
+        1, f"posenc: [experiment] {record}:3: not a validation line (a JSON object with step and score)\n")
 
 
 def test_summary_fit_reads_the_curves_at_the_best_step(tmp_path):

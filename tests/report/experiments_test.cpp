@@ -222,7 +222,13 @@ TEST(ExperimentsProperties, CorrelationsTable) {
 TEST(ExperimentsProperties, HowEachStageEndedTable) {
   const std::string& h = properties().html;
   EXPECT_NE(h.find("<h4>How each stage ended</h4>"), std::string::npos);
-  EXPECT_NE(h.find("<tr><td class=\"name\">lexname</td><td>3000</td><td>12</td><td>3</td><td>2</td><td>2400</td></tr>"),
+  // The last gain of the runs cut at the cap where the summary has it; a summary from before it: n/a.
+  EXPECT_NE(h.find("<tr><td class=\"name\">pretrain</td><td>3000</td><td>12</td><td>0</td><td>12</td><td>3000</td>"
+                   "<td>0.0035</td></tr>"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("<tr><td class=\"name\">lexname</td><td>3000</td><td>12</td><td>3</td><td>2</td><td>2400</td>"
+                   "<td>n/a</td></tr>"),
             std::string::npos)
       << h;
   // Older summaries have no "stopping": no table, no error.
@@ -330,6 +336,8 @@ TEST(Experiments, MalformedSummariesAreRefusedWordForWord) {
        "missing or invalid field 'correlations[1].task'"},
       {"properties_summary.json", [](Json& j) { j["correlations"][0]["spearman_p"] = 1.5; },
        "missing or invalid field 'correlations[0].spearman_p'"},
+      {"properties_summary.json", [](Json& j) { j["stopping"][0]["last_interval_gain"] = "0.1"; },
+       "missing or invalid field 'stopping[0].last_interval_gain'"},
       {"properties_summary.json", [](Json& j) { j["pretraining"] = 3; }, "missing or invalid field 'pretraining'"},
       {"properties_summary.json",
        [](Json& j) {

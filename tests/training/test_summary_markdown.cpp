@@ -100,7 +100,9 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
                      "p": 0.0004, "seeds": 5}],
     "correlations": [],
     "stopping": [{"stage": "pretrain", "most_steps": 3000, "runs": 5, "stopped_early": 0, "best_at_most_steps": 5,
-                  "median_best_step": 3000}]})";
+                  "median_best_step": 3000, "last_interval_gain": 0.00412},
+                 {"stage": "pos", "most_steps": 3000, "runs": 5, "stopped_early": 5, "best_at_most_steps": 0,
+                  "median_best_step": 1200, "last_interval_gain": null}]})";
   const std::string md = summary_markdown(summary);
   EXPECT_NE(md.find("| none | none | 5 | 394.6 ± 4.2 | 0.934 ± 0.006 | — | — |\n"), std::string::npos) << md;
   EXPECT_NE(md.find("| learned | absolute | 5 | 100.2 ± 17.4 | 0.977 ± 0.002 | 0.62 / 0.55 / 0.50 | "
@@ -109,8 +111,9 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
       << md;
   EXPECT_NE(md.find("1 pairs in all, 1 with p < 0.05"), std::string::npos) << md;
   EXPECT_NE(md.find("| learned | +0.043 (p < 0.001) |\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| stage | most steps | runs | stopped early | best at the most steps | median best step |\n"
-                    "|---|---|---|---|---|---|\n| pretrain | 3000 | 5 | 0 | 5 | 3000 |\n"),
+  EXPECT_NE(md.find("| stage | most steps | runs | stopped early | best at the most steps | median best step | their "
+                    "last gain |\n|---|---|---|---|---|---|---|\n| pretrain | 3000 | 5 | 0 | 5 | 3000 | 0.0041 |\n"
+                    "| pos | 3000 | 5 | 5 | 0 | 1200 | — |\n"),
             std::string::npos)
       << md;
 }
