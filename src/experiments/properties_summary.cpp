@@ -67,26 +67,33 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// How much a stage's validation score rose over its last evaluation interval (its validation.jsonl's last two
-// lines; scores are higher-is-better, the masked-LM one a negated loss): how far from a plateau a stage cut at
-// its cap still was. None without the record (a suite copied with its results only) or with one evaluation.
-std::optional<double> last_interval_gain(const fs::path& record) {
-  std::ifstream in(record);
+// A stage's curve file (metrics.jsonl, validation.jsonl): (step, value of `field`) per line, in file order;
+// none when the run's curves were not kept (a suite copied with its results only). A line that is not a JSON
+// object with an integer step and a numeric field is refused with its file and line, never read as a score.
+std::optional<std::vector<std::pair<int64_t, double>>> read_curve(const fs::path& file, const char* field,
+                                                                  const char* what) {
+  std::ifstream in(file);
   if (!in) return std::nullopt;
-  std::optional<double> previous, last;
-  int64_t lines = 0;
+  std::vector<std::pair<int64_t, double>> curve;
   for (std::string line; std::getline(in, line);) {
-    ++lines;
     const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
-        !j.contains("score") || !j["score"].is_number()) {
-      fail_runtime(kOp, record.string(), ":", lines, ": not a validation line (a JSON object with step and score)");
+        !j.contains(field) || !j[field].is_number()) {
+      fail_runtime(kOp, file.string(), ":", curve.size() + 1, ": not a ", what, " line (a JSON object with step and ",
+                   field, ")");
     }
-    previous = last;
-    last = j["score"].get<double>();
+    curve.emplace_back(j["step"].get<int64_t>(), j[field].get<double>());
   }
-  if (!previous) return std::nullopt;
-  return *last - *previous;
+  return curve;
+}
+
+// How much a stage's validation score rose over its last evaluation interval (its validation.jsonl's last two
+// lines; scores are higher-is-better, the masked-LM one a negated loss): how far from a plateau a stage cut at
+// its cap still was. None without the record or with one evaluation.
+std::optional<double> last_interval_gain(const fs::path& record) {
+  const auto curve = read_curve(record, "score", "validation");
+  if (!curve || curve->size() < 2) return std::nullopt;
+  return curve->back().second - (*curve)[curve->size() - 2].second;
 }
 
 // The step cap of each stage of a run, in its stages' order, from its recorded configuration.
@@ -114,20 +121,13 @@ std::optional<int64_t> finetune_interval(const json& result) {
 // was trained on, to read beside its validation score. None when the run's
 // curves were not kept (a suite copied with its results only).
 std::optional<double> training_score_at(const fs::path& metrics, int64_t best_step, int64_t interval) {
-  std::ifstream in(metrics);
-  if (!in) return std::nullopt;
+  const auto curve = read_curve(metrics, "accuracy", "metrics");
+  if (!curve) return std::nullopt;
   double sum = 0;
-  int64_t lines = 0, used = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++lines;
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
-        !j.contains("accuracy") || !j["accuracy"].is_number()) {
-      fail_runtime(kOp, metrics.string(), ":", lines, ": not a metrics line (a JSON object with step and accuracy)");
-    }
-    const int64_t step = j["step"].get<int64_t>();
+  int64_t used = 0;
+  for (const auto& [step, accuracy] : *curve) {
     if (step <= best_step - interval || step > best_step) continue;
-    sum += j["accuracy"].get<double>();
+    sum += accuracy;
     ++used;
   }
   if (used == 0) return std::nullopt;
