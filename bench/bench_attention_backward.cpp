@@ -25,8 +25,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <stdexcept>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>

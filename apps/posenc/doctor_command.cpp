@@ -34,13 +34,13 @@ void DoctorCommand::run() const {
   std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", gflops);
   std::cout << "posenc      " << POSENC_VERSION << ", kernels " << (build.native ? "native" : "portable")
             << " (-march=" << (build.native ? "native" : "x86-64") << "): " << build.vector_isa << '\n'
-            << "torch       " << nn::torch_version() << ", " << at::get_num_threads() << " threads; posenc kernels "
+            << "torch       " << nn::torch_version() << ", " << torch_threads << " threads; posenc kernels "
             << omp_get_max_threads() << " OpenMP threads\n"
             << "cores       " << cores << " available to this process (CPU affinity)\n"
             << "BLAS        " << blas.summary()
             << (blas.library.empty() ? "" : ": " + blas.library) << '\n'
             << "GEMM        " << rate << " (float32, 1024 x 1024 x 1024, " << seconds_ << " s; libtorch "
-            << at::get_num_threads() << " threads"
+            << torch_threads << " threads"
             << (blas_threads > 0 ? ", OpenBLAS " + std::to_string(blas_threads) + " threads" : "")
             << ")\n";
   if (torch_threads < cores) {

@@ -185,8 +185,8 @@ std::string summarize_properties(const fs::path& suite_dir) {
       it->best_at_most_steps += cap > 0 && stages[k].best_step >= cap;
       it->best_steps.push_back(static_cast<double>(stages[k].best_step));
       if (cap > 0 && stages[k].best_step >= cap) {
-        const std::optional<double> gain = last_interval_gain(r.path.parent_path() / stages[k].stage / "validation.jsonl");
-        if (gain) it->last_gains.push_back(*gain);
+        const fs::path record = r.path.parent_path() / stages[k].stage / "validation.jsonl";
+        if (const std::optional<double> gain = last_interval_gain(record)) it->last_gains.push_back(*gain);
       }
     }
   }
@@ -271,10 +271,10 @@ std::string summarize_properties(const fs::path& suite_dir) {
 
   ordered_json stopping = ordered_json::array();
   for (const StageStops& s : stops) {
+    const ordered_json gain = s.last_gains.empty() ? ordered_json(nullptr) : ordered_json(median(s.last_gains));
     stopping.push_back({{"stage", s.stage}, {"most_steps", s.most_steps}, {"runs", s.runs},
                         {"stopped_early", s.stopped_early}, {"best_at_most_steps", s.best_at_most_steps},
-                        {"median_best_step", median(s.best_steps)},
-                        {"last_interval_gain", s.last_gains.empty() ? ordered_json(nullptr) : ordered_json(median(s.last_gains))}});
+                        {"median_best_step", median(s.best_steps)}, {"last_interval_gain", gain}});
   }
   j["stopping"] = stopping;
 

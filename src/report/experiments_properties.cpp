@@ -184,8 +184,8 @@ Properties parse(const Json& j, const SummaryReader& r) {
                     r.number_or_null(c, "spearman", path), r.count(c, "encodings", path),
                     r.number_or_null(c, "pearson_p", path, true), r.number_or_null(c, "spearman_p", path, true)};
     if (!known(task_names, cor.task)) r.invalid(field_path(path, "task"));
-    for (const auto& [p, key] : {std::pair{cor.pearson_p, "pearson_p"}, std::pair{cor.spearman_p, "spearman_p"}}) {
-      if (p && !(*p >= 0 && *p <= 1)) r.invalid(field_path(path, key));
+    for (const auto& [value, key] : {std::pair{cor.pearson_p, "pearson_p"}, std::pair{cor.spearman_p, "spearman_p"}}) {
+      if (value && !(*value >= 0 && *value <= 1)) r.invalid(field_path(path, key));
     }
     p.correlations.push_back(std::move(cor));
   }
@@ -371,8 +371,9 @@ std::string correlation_table(const Properties& p) {
   const auto number = [](const std::optional<double>& v, const std::string& text) { return v ? text : "n/a"; };
   for (const Correlation& c : p.correlations) {
     h += "<tr><td class=\"name\">" + escape_html(c.task) + "</td><td class=\"name\">" +
-         escape_html(indicator_name(c.property)) + "</td><td>" + number(c.pearson, fixed_text(c.pearson.value_or(0), 3)) +
-         "</td><td>" + number(c.pearson_p, p_text(c.pearson_p.value_or(0))) + "</td><td>" +
+         escape_html(indicator_name(c.property)) + "</td><td>" +
+         number(c.pearson, fixed_text(c.pearson.value_or(0), 3)) + "</td><td>" +
+         number(c.pearson_p, p_text(c.pearson_p.value_or(0))) + "</td><td>" +
          number(c.spearman, fixed_text(c.spearman.value_or(0), 3)) + "</td><td>" +
          number(c.spearman_p, p_text(c.spearman_p.value_or(0))) + "</td><td>" + std::to_string(c.encodings) +
          "</td></tr>\n";
