@@ -64,12 +64,6 @@ constexpr int kQueryRows = kWide ? 6 : 3;
 constexpr int64_t kKeyTile = 128;  // keys per tile: S^T tile + V tile within L1 / L2
 static_assert(kKeyTile % kKeyRows == 0);
 
-
-template <class M>
-bool is_empty(const M& m) noexcept {
-  return m.batch == 0 || m.heads == 0 || m.rows == 0 || m.cols == 0;
-}
-
 template <class T>
 class Attention {
   using S = detail::Simd<T>;
@@ -761,12 +755,6 @@ class Attention {
   int64_t relv_first_ = 0, relv_ld_ = 0, relv_table_ = 0;
 };
 
-template <class M>
-void require_data(const char* op, const char* name, const M& m) {
-  require(m.data != nullptr || is_empty(m), op, name, " must have data for its (", m.batch, ", ", m.heads, ", ",
-          m.rows, ", ", m.cols, ") elements, got null");
-}
-
 }  // namespace
 
 template <class T>
@@ -787,10 +775,10 @@ void attention_forward(const AttentionParams& params, BatchedMatrix<const T> q, 
   validate_attention(op, params, q.batch, q.heads, q.rows, k.rows, q.cols, v.cols, rel ? terms.rel_tables : 1,
                      rel ? terms.max_distance : 0, grid, terms.grid_height, terms.grid_width, terms.grid_tables);
   validate_rel_index(op, terms);
-  require_data(op, "q", q);
-  require_data(op, "k", k);
-  require_data(op, "v", v);
-  require_data(op, "out", out);
+  validate_data(op, "q", q);
+  validate_data(op, "k", k);
+  validate_data(op, "v", v);
+  validate_data(op, "out", out);
   validate_tile_bias(op, params, terms.tile_bias);
   Attention<T>(params, q, k, v, terms, out, weights, logsumexp).run();
 }

@@ -770,15 +770,11 @@ void attention_backward(const AttentionParams& params, BatchedMatrix<const T> q,
   validate_tile_bias(op, params, terms.tile_bias);
   require(terms.relative_shift == nullptr || terms.rel_k != nullptr, op,
           "relative_shift shifts the queries of the rel_k term and needs rel_k, got none");
-  const auto data = [&](const char* name, const void* p, int64_t b, int64_t h, int64_t r, int64_t c) {
-    require(p != nullptr || b == 0 || h == 0 || r == 0 || c == 0, op, name, " must have data for its (", b, ", ", h,
-            ", ", r, ", ", c, ") elements, got null");
-  };
-  data("q", q.data, q.batch, q.heads, q.rows, q.cols);
-  data("k", k.data, k.batch, k.heads, k.rows, k.cols);
-  data("v", v.data, v.batch, v.heads, v.rows, v.cols);
-  data("out", out.data, out.batch, out.heads, out.rows, out.cols);
-  data("grad_out", grad_out.data, grad_out.batch, grad_out.heads, grad_out.rows, grad_out.cols);
+  validate_data(op, "q", q);
+  validate_data(op, "k", k);
+  validate_data(op, "v", v);
+  validate_data(op, "out", out);
+  validate_data(op, "grad_out", grad_out);
   const bool empty = q.batch == 0 || q.heads == 0 || q.rows == 0;
   require(empty || logsumexp != nullptr, op, "logsumexp must be the forward's (B, H, Tq) rows, got null");
   Backward<T>(params, q, k, v, terms, out, logsumexp, grad_out, grads).run();

@@ -57,6 +57,12 @@ template void validate_rel_index<double>(const char*, const AttentionTerms<doubl
 template void validate_tile_bias<float>(const char*, const AttentionParams&, const TileBias<float>*);
 template void validate_tile_bias<double>(const char*, const AttentionParams&, const TileBias<double>*);
 
+void validate_data(const char* op, const char* name, const void* data, int64_t batch, int64_t heads, int64_t rows,
+                   int64_t cols) {
+  require(data != nullptr || batch == 0 || heads == 0 || rows == 0 || cols == 0, op, name, " must have data for its (",
+          batch, ", ", heads, ", ", rows, ", ", cols, ") elements, got null");
+}
+
 template <class T>
 void validate_qkv(const char* op, const BatchedMatrix<const T>& q, const BatchedMatrix<const T>& k,
                   const BatchedMatrix<const T>& v) {

@@ -111,6 +111,14 @@ void validate_rel_index(const char* op, const AttentionTerms<T>& terms);
 template <class T>
 void validate_tile_bias(const char* op, const AttentionParams& params, const TileBias<T>* tile_bias);
 
+// An operand with elements needs data: "[attention] q must have data for its (1, 2, 3, 4) elements, got null".
+void validate_data(const char* op, const char* name, const void* data, int64_t batch, int64_t heads, int64_t rows,
+                   int64_t cols);
+template <class T>
+void validate_data(const char* op, const char* name, const BatchedMatrix<T>& m) {
+  validate_data(op, name, m.data, m.batch, m.heads, m.rows, m.cols);
+}
+
 // Checks q, k, v against each other (the first two messages above; q's extents >= 0).
 template <class T>
 void validate_qkv(const char* op, const BatchedMatrix<const T>& q, const BatchedMatrix<const T>& k,
