@@ -112,8 +112,12 @@ ExperimentCommand::ExperimentCommand(CLI::App& parent) {
   report_ = app_->add_subcommand("report", "Summarize a suite directory: table on stdout, DIR/summary.json");
   report_->add_option("dir", report_dir_, "Suite directory")->required();
   auto* as_json = report_->add_flag("--json", json_, "Print the summary as JSON");
-  report_->add_flag("--markdown", markdown_, "Print the summary as Markdown tables (as docs/experiments.md publishes them)")
-      ->excludes(as_json);
+  auto* as_markdown = report_->add_flag("--markdown", markdown_,
+                                        "Print the summary as Markdown tables (as docs/experiments.md publishes them)");
+  as_markdown->excludes(as_json);
+  report_->add_option("--reference", reference_,
+                      "--markdown: the encoding the paired tests are shown against (default: the first row's)")
+      ->needs(as_markdown);
 }
 
 int ExperimentCommand::run() const {
@@ -308,7 +312,7 @@ int ExperimentCommand::report() const {
   const std::string table = summarize_suite(report_dir_, &text);
   // Only the requested format goes to stdout, so it can be redirected to a file.
   write_experiment_html(report_dir_, json_ || markdown_ ? std::cerr : std::cout);
-  std::cout << (json_ ? text : markdown_ ? experiments::summary_markdown(text) : table);
+  std::cout << (json_ ? text : markdown_ ? experiments::summary_markdown(text, reference_) : table);
   return 0;
 }
 

@@ -55,6 +55,7 @@ class ExperimentCommand {
   std::string report_dir_;
   bool json_ = false;
   bool markdown_ = false;
+  std::string reference_;  // --markdown --reference: empty for the first row
 };
 
 }  // namespace posenc::cli

@@ -169,4 +169,22 @@ double spearman_p(const std::vector<double>& x, const std::vector<double>& y) {
   return static_cast<double>(at_least) / static_cast<double>(orderings);
 }
 
+std::vector<double> holm_adjusted(const std::vector<double>& p) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (std::isnan(p[i])) continue;
+    require(p[i] >= 0 && p[i] <= 1, kOp, "p-values must be in [0, 1], got ", p[i]);
+    order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> adjusted = p;
+  const size_t m = order.size();
+  double running = 0;  // the step-down max keeps the adjusted values in the order of the raw ones
+  for (size_t k = 0; k < m; ++k) {
+    running = std::max(running, std::min(1.0, static_cast<double>(m - k) * p[order[k]]));
+    adjusted[order[k]] = running;
+  }
+  return adjusted;
+}
+
 }  // namespace posenc::analysis

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "holm_family.h"
 #include "json_numbers.h"
 #include "posenc/analysis/statistics.h"
 
@@ -48,6 +49,7 @@ std::string extrapolation_summary_json(const nn::SuiteSummary& summary) {
       }
     }
   }
+  add_holm_p(comparisons, "seq_len");
   j["comparisons"] = comparisons;
   return j.dump(2) + "\n";
 }

@@ -20,6 +20,7 @@
 #include "posenc/experiments/properties.h"
 #include "posenc/nn/encoding_registry.h"
 #include "posenc/training/experiment.h"
+#include "holm_family.h"
 #include "json_numbers.h"
 #include "properties_format.h"
 
@@ -300,6 +301,7 @@ std::string summarize_properties(const fs::path& suite_dir) {
       }
     }
   }
+  add_holm_p(comparisons, "task");
   j["comparisons"] = comparisons;
 
   // Across encodings: a probe's mean against a task's mean score (encodings that have both).
@@ -366,12 +368,15 @@ std::string properties_table(const std::string& summary) {
     }
     out += "\n";
   }
-  int64_t significant = 0;
-  for (const json& c : j.at("comparisons")) {
-    if (c.at("p").is_number() && c.at("p").get<double>() < 0.05) ++significant;
-  }
-  std::snprintf(line, sizeof line, "paired t-tests: %zu, p < 0.05 in %lld (summary.json: comparisons, correlations)\n",
-                j.at("comparisons").size(), static_cast<long long>(significant));
+  int64_t significant = 0, after_holm = 0;
+  const auto below = [](const json& c, const char* key) {
+    return c.contains(key) && c.at(key).is_number() && c.at(key).get<double>() < 0.05;
+  };
+  for (const json& c : j.at("comparisons")) significant += below(c, "p"), after_holm += below(c, "p_holm");
+  std::snprintf(line, sizeof line,
+                "paired t-tests: %zu, p < 0.05 in %lld, %lld after Holm's correction per task (summary.json: "
+                "comparisons, correlations)\n",
+                j.at("comparisons").size(), static_cast<long long>(significant), static_cast<long long>(after_holm));
   out += line;
   for (const json& s : j.value("stopping", json::array())) {
     std::snprintf(line, sizeof line, "stopping: %s stopped early in %lld of %lld runs, best at its %lld-step cap in %lld",

@@ -64,11 +64,32 @@ std::string p_value(const json& p) {
   return v < 0.001 ? "< 0.001" : format("%.3f", v);
 }
 
-// Comparisons with p < 0.05; a null p (not finite) counts as not.
-int64_t significant_count(const json& comparisons) {
+// "p 0.012, Holm 0.310" (Holm's adjusted p where the summary has it: those written since it was added).
+std::string p_text(const json& comparison) {
+  std::string text = "p " + p_value(comparison.at("p"));
+  if (comparison.contains("p_holm")) text += ", Holm " + p_value(comparison.at("p_holm"));
+  return text;
+}
+
+// Comparisons whose `key` is below 0.05; a null or missing value counts as not.
+int64_t significant_count(const json& comparisons, const char* key) {
   int64_t n = 0;
-  for (const json& c : comparisons) n += c.at("p").is_number() && c.at("p").get<double>() < 0.05;
+  for (const json& c : comparisons) n += c.contains(key) && c.at(key).is_number() && c.at(key).get<double>() < 0.05;
   return n;
+}
+
+bool has_holm(const json& comparisons) {
+  return std::any_of(comparisons.begin(), comparisons.end(), [](const json& c) { return c.contains("p_holm"); });
+}
+
+// "12 with p < 0.05 (3 after Holm's correction within each task)", the second part where the summary has it.
+std::string significant_text(const json& comparisons, const char* family) {
+  std::string text = std::to_string(significant_count(comparisons, "p")) + " with p < 0.05";
+  if (has_holm(comparisons)) {
+    text += " (" + std::to_string(significant_count(comparisons, "p_holm")) +
+            " after Holm's correction within each " + family + ")";
+  }
+  return text;
 }
 
 // The fit of the reported checkpoints, where the runs' curves are kept:
@@ -104,7 +125,19 @@ std::string fit_markdown(const json& rows, const std::vector<std::string>& tasks
   return out.str();
 }
 
-std::string properties_markdown(const json& j) {
+// The reference of the "against" tables: `requested`, or the first row's encoding when empty.
+std::string reference_row(const json& rows, const std::string& requested) {
+  std::string names;
+  for (const json& r : rows) {
+    const std::string name = r.at("encoding").get<std::string>();
+    if (name == requested) return name;
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  if (requested.empty()) return rows.empty() ? "" : rows.front().at("encoding").get<std::string>();
+  fail_argument(kOp, "reference must be an encoding of the summary (", names, "), got '", requested, "'");
+}
+
+std::string properties_markdown(const json& j, const std::string& requested_reference) {
   std::vector<std::string> tasks, metrics;
   for (const json& t : j.at("tasks")) {
     tasks.push_back(t.at("name").get<std::string>());
@@ -129,23 +162,30 @@ std::string properties_markdown(const json& j) {
         << " |\n";
   }
 
-  const std::string reference = rows.empty() ? "" : rows.front().at("encoding").get<std::string>();
-  const int64_t significant = significant_count(j.at("comparisons"));
+  const std::string reference = reference_row(rows, requested_reference);
   out << "\nPaired t-tests over shared seeds against " << reference << " (difference of test scores, encoding minus "
-      << reference << "; p two-sided). " << j.at("comparisons").size() << " pairs in all, " << significant
-      << " with p < 0.05 (summary.json: comparisons).\n\n| encoding |";
+      << reference << "; p two-sided"
+      << (has_holm(j.at("comparisons")) ? "; Holm: p adjusted by Holm's correction over all pairs of the task" : "")
+      << "). " << j.at("comparisons").size() << " pairs in all, " << significant_text(j.at("comparisons"), "task")
+      << " (summary.json: comparisons).\n\n| encoding |";
   for (const std::string& t : tasks) out << " " << t << " |";
   out << "\n|---|";
   for (size_t i = 0; i < tasks.size(); ++i) out << "---|";
   out << "\n";
-  for (size_t k = 1; k < rows.size(); ++k) {
-    const std::string name = rows[k].at("encoding").get<std::string>();
+  for (const json& row : rows) {
+    const std::string name = row.at("encoding").get<std::string>();
+    if (name == reference) continue;
     out << "| " << name << " |";
     for (const std::string& t : tasks) {
       std::string cell = "—";
       for (const json& c : j.at("comparisons")) {
-        if (c.at("task") != t || c.at("a") != reference || c.at("b") != name) continue;
-        cell = format("%+.3f", -c.at("mean_difference").get<double>()) + " (p " + p_value(c.at("p")) + ")";
+        if (c.at("task") != t) continue;
+        // mean_difference is a - b; the cell shows the encoding minus the reference.
+        double sign = 0;
+        if (c.at("a") == reference && c.at("b") == name) sign = -1;
+        if (c.at("a") == name && c.at("b") == reference) sign = 1;
+        if (sign == 0) continue;
+        cell = format("%+.3f", sign * c.at("mean_difference").get<double>()) + " (" + p_text(c) + ")";
       }
       out << " " << cell << " |";
     }
@@ -201,26 +241,26 @@ const json* find_comparison(const json& comparisons, int64_t seq_len, const std:
   return nullptr;
 }
 
-// "0.87× (p 0.012)": perplexity of `a` over `b`, geometric mean over the shared seeds.
+// "0.87× (p 0.012, Holm 0.310)": perplexity of `a` over `b`, geometric mean over the shared seeds.
 std::string ratio_cell(const json& comparisons, int64_t seq_len, const std::string& a, const std::string& b) {
   bool flipped = false;
   const json* c = find_comparison(comparisons, seq_len, a, b, &flipped);
   if (c == nullptr) return "—";
   const double ratio = std::exp((flipped ? -1 : 1) * c->at("mean_log_ratio").get<double>());
-  return format("%.2f×", ratio) + " (p " + p_value(c->at("p")) + ")";
+  return format("%.2f×", ratio) + " (" + p_text(*c) + ")";
 }
 
 // Two tables from the paired t-tests on log perplexity: at each length the
 // lowest mean perplexity against the next lowest, and every row against the first.
-std::string extrapolation_comparisons_markdown(const json& j) {
+std::string extrapolation_comparisons_markdown(const json& j, const std::string& reference) {
   const json& comparisons = j.at("comparisons");
   const json& rows = j.at("rows");
-  const int64_t significant = significant_count(comparisons);
   std::ostringstream out;
   out << "\nPaired t-tests over shared seeds on the test loss (log perplexity); a ratio is the geometric mean over "
-         "seeds of one perplexity over the other, p two-sided. "
-      << comparisons.size() << " pairs in all, " << significant
-      << " with p < 0.05 (summary.json: comparisons).\n\n| length | lowest | next | lowest / next |\n|---|---|---|---|\n";
+         "seeds of one perplexity over the other, p two-sided"
+      << (has_holm(comparisons) ? "; Holm: p adjusted by Holm's correction over all pairs at that length" : "")
+      << ". " << comparisons.size() << " pairs in all, " << significant_text(comparisons, "length")
+      << " (summary.json: comparisons).\n\n| length | lowest | next | lowest / next |\n|---|---|---|---|\n";
   const std::vector<int64_t> lengths = j.at("lengths").get<std::vector<int64_t>>();
   for (size_t k = 0; k < lengths.size(); ++k) {
     std::vector<std::pair<double, std::string>> ranked;
@@ -234,7 +274,6 @@ std::string extrapolation_comparisons_markdown(const json& j) {
         << cell_text(ratio_cell(comparisons, lengths[k], ranked[0].second, ranked[1].second)) << "\n";
   }
   if (rows.size() < 2) return out.str();
-  const std::string reference = rows.front().at("encoding").get<std::string>();
   out << "\nAgainst " << reference << " (perplexity of the encoding over " << reference << "'s):\n\n| encoding |";
   std::string rule = "|---|";
   for (int64_t L : lengths) {
@@ -242,8 +281,9 @@ std::string extrapolation_comparisons_markdown(const json& j) {
     rule += "---|";
   }
   out << "\n" << rule << "\n";
-  for (size_t r = 1; r < rows.size(); ++r) {
-    const std::string name = rows[r].at("encoding").get<std::string>();
+  for (const json& row : rows) {
+    const std::string name = row.at("encoding").get<std::string>();
+    if (name == reference) continue;
     out << "| " << name << " |";
     for (int64_t L : lengths) out << cell_text(ratio_cell(comparisons, L, name, reference));
     out << "\n";
@@ -251,7 +291,8 @@ std::string extrapolation_comparisons_markdown(const json& j) {
   return out.str();
 }
 
-std::string extrapolation_markdown(const json& j) {
+std::string extrapolation_markdown(const json& j, const std::string& requested_reference) {
+  const std::string reference = reference_row(j.at("rows"), requested_reference);
   std::ostringstream out;
   out << "| encoding |";
   std::string rule = "|---|";
@@ -281,13 +322,13 @@ std::string extrapolation_markdown(const json& j) {
   if (!notes.empty()) out << "\n";
   for (size_t n = 0; n < notes.size(); ++n) out << "[" << n + 1 << "] " << notes[n] << "\n";
   // One seed each (as --quick runs) pairs nothing: no tables of dashes.
-  if (j.contains("comparisons") && !j.at("comparisons").empty()) out << extrapolation_comparisons_markdown(j);
+  if (j.contains("comparisons") && !j.at("comparisons").empty()) out << extrapolation_comparisons_markdown(j, reference);
   return out.str();
 }
 
 }  // namespace
 
-std::string summary_markdown(const std::string& summary_json) {
+std::string summary_markdown(const std::string& summary_json, const std::string& reference) {
   json j;
   try {
     j = json::parse(summary_json);
@@ -297,8 +338,8 @@ std::string summary_markdown(const std::string& summary_json) {
   }
   const std::string suite = j.is_object() ? j.value("suite", "") : "";
   try {
-    if (suite == "properties") return properties_markdown(j);
-    if (suite == "extrapolation") return extrapolation_markdown(j);
+    if (suite == "properties") return properties_markdown(j, reference);
+    if (suite == "extrapolation") return extrapolation_markdown(j, reference);
   } catch (const json::exception& e) {
     fail_argument(kOp, "summary of the '", suite, "' suite is missing a field or has the wrong type (", e.what(), ")");
   }

@@ -104,6 +104,15 @@ std::string fixed_text(double v, int decimals) {
 
 std::string p_text(double p) { return p < 0.001 ? std::string("&lt;0.001") : fixed_text(p, 3); }
 
+std::string p_cell(std::optional<double> p, std::optional<double> p_holm, const std::string& title) {
+  if (!p) return "<td class=\"na\" title=\"p undefined\">n/a</td>";
+  const bool significant = *p < 0.05, after_holm = p_holm && *p_holm < 0.05;
+  const std::string holm = p_holm ? ", Holm&#39;s adjusted p = " + fixed_text(*p_holm, 3) : "";
+  const char* cls = after_holm ? " class=\"holm\"" : significant ? " class=\"significant\"" : "";
+  return std::string("<td") + cls + " title=\"" + title + holm + "\">" + p_text(*p) +
+         (after_holm ? " &dagger;" : significant ? " *" : "") + "</td>";
+}
+
 std::string stat_text(const Stat& s, int decimals) {
   if (s.seeds == 0) return "n/a";
   std::string t = fixed_text(s.mean, decimals);
@@ -135,6 +144,7 @@ section.experiment tr.group th { background: #fafafa; text-align: left; font-sty
 section.experiment td.na { color: #888; cursor: help; }
 section.experiment td.best { font-weight: bold; }
 section.experiment td.significant { background: #fde2c8; font-weight: bold; }
+section.experiment td.holm { background: #f9b87a; font-weight: bold; }
 section.experiment td.self { color: #bbb; }
 section.experiment .swatch { display: inline-block; width: 0.8em; height: 0.8em; margin-right: 0.4em; border-radius: 2px; vertical-align: -0.05em; }
 section.experiment ol.footnotes { font-size: 0.85em; color: #555; }

@@ -36,6 +36,7 @@ struct Comparison {
   double mean_log_ratio = 0;  // mean over seeds of log(perplexity_a / perplexity_b)
   std::optional<double> p;
   int64_t seeds = 0;
+  std::optional<double> p_holm;  // absent from summaries written before Holm's correction
 };
 
 struct Extrapolation {
@@ -96,13 +97,15 @@ Extrapolation parse(const Json& j, const SummaryReader& r) {
     const Json& c = comparisons[k];
     Comparison cmp{r.count(c, "seq_len", path),    r.text(c, "a", path),
                    r.text(c, "b", path),           r.number(c, "mean_log_ratio", path),
-                   r.number_or_null(c, "p", path), r.count(c, "seeds", path)};
+                   r.number_or_null(c, "p", path), r.count(c, "seeds", path),
+                   r.number_or_null(c, "p_holm", path, true)};
     if (std::find(e.lengths.begin(), e.lengths.end(), cmp.seq_len) == e.lengths.end()) {
       r.invalid(field_path(path, "seq_len"));
     }
     if (!is_row(cmp.a)) r.invalid(field_path(path, "a"));
     if (!is_row(cmp.b)) r.invalid(field_path(path, "b"));
     if (cmp.p && !(*cmp.p >= 0 && *cmp.p <= 1)) r.invalid(field_path(path, "p"));
+    if (cmp.p_holm && !(*cmp.p_holm >= 0 && *cmp.p_holm <= 1)) r.invalid(field_path(path, "p_holm"));
     e.comparisons.push_back(std::move(cmp));
   }
   return e;
@@ -134,17 +137,16 @@ std::string lowest_against_next(const Extrapolation& e) {
       h += "<td class=\"na\" title=\"no shared seeds\">n/a</td><td class=\"na\">n/a</td><td></td></tr>\n";
       continue;
     }
-    const bool significant = found->p && *found->p < 0.05;
-    h += "<td>" + fixed_text(std::exp(sign * found->mean_log_ratio), 3) + "</td><td" +
-         (significant ? " class=\"significant\"" : "") + ">" + (found->p ? p_text(*found->p) : "n/a") +
-         (significant ? " *" : "") + "</td><td>" + std::to_string(found->seeds) + "</td></tr>\n";
+    h += "<td>" + fixed_text(std::exp(sign * found->mean_log_ratio), 3) + "</td>" +
+         p_cell(found->p, found->p_holm, escape_html(lowest) + " / " + escape_html(next)) + "<td>" +
+         std::to_string(found->seeds) + "</td></tr>\n";
   }
   if (h.empty()) return h;
   return "<p class=\"how\">Lowest against next: at each length, the encoding of lowest mean perplexity against "
          "the runner-up, by a paired t-test on the test loss (log perplexity) over the seeds both have (runs of one "
          "seed share their data order, so most of the spread over seeds is shared). Ratio: the geometric mean over "
-         "seeds of lowest / next; * p &lt; 0.05, two-sided, no correction for multiple comparisons. Every pair is "
-         "in summary.json (comparisons).</p>\n<table>\n<tr><th>length</th><th class=\"name\">lowest</th><th "
+         "seeds of lowest / next; p two-sided, * p &lt; 0.05, &dagger; also below 0.05 after Holm's correction over all "
+         "pairs at that length (hover for its value). Every pair is in summary.json (comparisons).</p>\n<table>\n<tr><th>length</th><th class=\"name\">lowest</th><th "
          "class=\"name\">next</th><th>ratio</th><th>p</th><th>seeds</th></tr>\n" +
          h + "</table>\n";
 }

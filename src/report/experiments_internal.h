@@ -57,6 +57,9 @@ Stat read_stat(const SummaryReader& r, const Json& object, const std::string& pa
 std::string fixed_text(double v, int decimals);
 // A p-value as the tables show it: "&lt;0.001", else 3 decimals.
 std::string p_text(double p);
+// A paired test's p as a table cell: "<td class=\"significant\" title=\"...\">0.012 *</td>"; * marks p < 0.05, † also
+// Holm's adjusted p < 0.05 (class "holm"), whose value joins the title; "n/a" for a p that is not defined.
+std::string p_cell(std::optional<double> p, std::optional<double> p_holm, const std::string& title);
 // "218.44 ± 1.20"; "218.44" with one seed (no spread to show); "n/a" with none.
 std::string stat_text(const Stat& s, int decimals);
 // Decimals that show a perplexity to about 4 significant digits.

@@ -15,7 +15,6 @@
 namespace posenc::report::detail {
 namespace {
 
-constexpr double kSignificance = 0.05;
 // The indicators of a table, and the identical-word attention: one number
 // ({"mean", ..}) or the same three read on the attention (keys
 // "identical_word_attention.monotonicity", ..., as the correlations name them).
@@ -47,6 +46,7 @@ struct Comparison {
   std::string task, a, b;
   std::optional<double> mean_difference, t, p;
   int64_t seeds = 0;
+  std::optional<double> p_holm;  // absent from summaries written before Holm's correction
 };
 
 struct Correlation {
@@ -169,11 +169,13 @@ Properties parse(const Json& j, const SummaryReader& r) {
                    r.number_or_null(c, "mean_difference", path),
                    r.number_or_null(c, "t", path),
                    r.number_or_null(c, "p", path),
-                   r.count(c, "seeds", path)};
+                   r.count(c, "seeds", path),
+                   r.number_or_null(c, "p_holm", path, true)};
     if (!known(task_names, cmp.task)) r.invalid(field_path(path, "task"));
     if (!known(encodings, cmp.a)) r.invalid(field_path(path, "a"));
     if (!known(encodings, cmp.b)) r.invalid(field_path(path, "b"));
     if (cmp.p && !(*cmp.p >= 0 && *cmp.p <= 1)) r.invalid(field_path(path, "p"));
+    if (cmp.p_holm && !(*cmp.p_holm >= 0 && *cmp.p_holm <= 1)) r.invalid(field_path(path, "p_holm"));
     p.comparisons.push_back(std::move(cmp));
   }
   const Json& correlations = r.array(j, "correlations", "");
@@ -320,9 +322,8 @@ std::string p_matrix(const Properties& p, size_t task) {
       double sign = 1;
       auto it = by_pair.find({row.encoding, col.encoding});
       if (it == by_pair.end()) it = by_pair.find({col.encoding, row.encoding}), sign = -1;
-      if (it == by_pair.end() || !it->second->p) {
-        h += "<td class=\"na\" title=\"" + std::string(it == by_pair.end() ? "no comparison" : "p undefined") +
-             "\">n/a</td>";
+      if (it == by_pair.end()) {
+        h += "<td class=\"na\" title=\"no comparison\">n/a</td>";
         continue;
       }
       const Comparison& c = *it->second;
@@ -330,9 +331,7 @@ std::string p_matrix(const Properties& p, size_t task) {
                                 " = " + (c.mean_difference ? fixed_text(sign * *c.mean_difference, 4) : "n/a") +
                                 ", t = " + (c.t ? fixed_text(sign * *c.t, 2) : "n/a") + ", " +
                                 std::to_string(c.seeds) + " seeds";
-      const bool significant = *c.p < kSignificance;
-      h += std::string("<td") + (significant ? " class=\"significant\"" : "") + " title=\"" + title + "\">" +
-           p_text(*c.p) + (significant ? " *" : "") + "</td>";
+      h += p_cell(c.p, c.p_holm, title);
     }
     h += "</tr>\n";
   }
@@ -406,9 +405,10 @@ the test-split score, the mean &plusmn; the sample standard deviation over seeds
 bold. The p-values are <i>paired t-tests over seeds</i>: the runs of two encodings with the same seed share
 their data order and every initialisation but the encoding's, so the test looks at the per-seed differences
 d = score(row) &minus; score(column), t = mean(d) / (sd(d) / &radic;n) with n &minus; 1 degrees of freedom.
-A marked cell (p &lt; 0.05) says a difference that large would be rare if the two encodings were equal; with
-many pairs about one in twenty is marked by chance (no correction for multiple comparisons), and with few
-seeds a real difference often goes unmarked. Hover a cell for the difference and t.
+A marked cell (* p &lt; 0.05) says a difference that large would be rare if the two encodings were equal; with
+many pairs about one in twenty is marked by chance. &dagger; marks the pairs that stay below 0.05 after Holm's
+correction over all pairs of the task (the chance of any false mark among them is then at most 5 %); with few
+seeds a real difference often goes unmarked. Hover a cell for the difference, t and Holm's adjusted p.
 The indicators (docs/analysis.md) are read on the trained encoding: <i>monotonicity</i> (&minus;1 .. 1:
 does proximity fall as the offset grows), <i>translation invariance</i> (0 .. 1: the share of the proximity
 matrix explained by the offset j &minus; i alone) and <i>symmetry</i> (&minus;1 .. 1: is looking m ahead

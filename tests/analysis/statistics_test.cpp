@@ -7,6 +7,7 @@
 #include <functional>
 #include <numbers>
 #include <numeric>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -167,6 +168,62 @@ TEST(Statistics, SpearmanPExactUpTo10Pairs) {
   EXPECT_TRUE(std::isnan(spearman_p({1, 1, 1}, {1, 2, 3})));
   expect_error([] { spearman_p({1, 2}, {1, 2}); }, "[stats] a correlation test needs >= 3 pairs, got 2");
   expect_error([] { spearman_p({1, 2, 3}, {1, 2}); }, "[stats] paired samples must have the same size, got 3 and 2");
+}
+
+// Holm's procedure as its authors state it: go through the p-values from the smallest; reject the k-th (from 0)
+// while p <= alpha / (m - k); stop at the first that is not.
+std::vector<bool> holm_rejects(const std::vector<double>& p, double alpha) {
+  std::vector<size_t> order(p.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<bool> rejected(p.size(), false);
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (p[order[k]] > alpha / static_cast<double>(order.size() - k)) break;
+    rejected[order[k]] = true;
+  }
+  return rejected;
+}
+
+TEST(Statistics, HolmAdjusted) {
+  // Sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1: 0.02, 0.03, 0.06, 0.04 -> the running max 0.06 for the last.
+  const std::vector<double> adjusted = holm_adjusted({0.01, 0.04, 0.03, 0.005});
+  ASSERT_EQ(adjusted.size(), 4u);
+  EXPECT_DOUBLE_EQ(adjusted[0], 0.03);
+  EXPECT_DOUBLE_EQ(adjusted[1], 0.06);
+  EXPECT_DOUBLE_EQ(adjusted[2], 0.06);
+  EXPECT_DOUBLE_EQ(adjusted[3], 0.02);
+  // Capped at 1; a NaN stays and does not count in m (m = 2 here).
+  const std::vector<double> with_nan = holm_adjusted({0.7, std::nan(""), 0.2});
+  EXPECT_DOUBLE_EQ(with_nan[0], 0.7);
+  EXPECT_TRUE(std::isnan(with_nan[1]));
+  EXPECT_DOUBLE_EQ(with_nan[2], 0.4);
+  EXPECT_DOUBLE_EQ(holm_adjusted({0.6, 0.9})[0], 1.0);
+  EXPECT_TRUE(holm_adjusted({}).empty());
+  EXPECT_DOUBLE_EQ(holm_adjusted({0.03})[0], 0.03);  // a family of one is not corrected
+  // Properties over random families with ties: adjusted >= raw, same order as raw, and "adjusted <= alpha" is
+  // exactly the set Holm's sequential procedure rejects at alpha.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> unit(0, 0.2);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<double> p(1 + trial % 12);
+    for (double& v : p) v = std::round(unit(rng) * 200) / 1000;  // on a grid of 0.001: ties happen
+    const std::vector<double> a = holm_adjusted(p);
+    for (size_t i = 0; i < p.size(); ++i) {
+      EXPECT_GE(a[i], p[i]);
+      EXPECT_LE(a[i], 1.0);
+      for (size_t j = 0; j < p.size(); ++j) {
+        if (p[i] < p[j]) {
+          EXPECT_LE(a[i], a[j]);
+        }
+      }
+    }
+    for (const double alpha : {0.0105, 0.0505, 0.1005}) {  // between grid multiples: no boundary to round across
+      const std::vector<bool> rejected = holm_rejects(p, alpha);
+      for (size_t i = 0; i < p.size(); ++i) EXPECT_EQ(a[i] <= alpha, rejected[i]) << trial << " " << i;
+    }
+  }
+  expect_error([] { holm_adjusted({0.1, 1.5}); }, "[stats] p-values must be in [0, 1], got 1.5");
+  expect_error([] { holm_adjusted({-0.25}); }, "[stats] p-values must be in [0, 1], got -0.25");
 }
 
 }  // namespace

@@ -261,6 +261,12 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
         t = mean / (sd / math.sqrt(3))
         assert math.isclose(c["t"], t, rel_tol=1e-9)
         assert math.isclose(c["p"], student_t_two_sided(t, 2), rel_tol=1e-6, abs_tol=1e-10)
+    # Holm's adjusted p over the 6 pairs of the task: the k-th smallest times 6 - k, then running max, capped at 1.
+    ranked = sorted(pairs.values(), key=lambda c: c["p"])
+    running = 0.0
+    for k, c in enumerate(ranked):
+        running = max(running, min(1.0, (6 - k) * c["p"]))
+        assert math.isclose(c["p_holm"], running, rel_tol=1e-12)
     correlation = next(c for c in summary["correlations"]
                        if c["property"] == "identical_word_attention.monotonicity")
     assert correlation["encodings"] == 4 and math.isclose(correlation["spearman"], 1.0, rel_tol=1e-12)
@@ -299,13 +305,34 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
                         f"{cell['mean']:.3f} ± {cell['sd']:.3f} | — | 0.91 / 0.50 / 0.20 |")
     tests_at = lines.index("| encoding | lexname |")
     assert lines[tests_at - 2] == ("Paired t-tests over shared seeds against learned (difference of test scores, "
-                                   "encoding minus learned; p two-sided). 6 pairs in all, "
+                                   "encoding minus learned; p two-sided; Holm: p adjusted by Holm's correction over "
+                                   "all pairs of the task). 6 pairs in all, "
                                    f"{sum(c['p'] < 0.05 for c in summary['comparisons'])} with p < 0.05 "
-                                   "(summary.json: comparisons).")
+                                   f"({sum(c['p_holm'] < 0.05 for c in summary['comparisons'])} after Holm's correction "
+                                   "within each task) (summary.json: comparisons).")
     shaw = pairs[("learned", "shaw")]
-    assert lines[tests_at + 2] == f"| shaw | {-shaw['mean_difference']:+.3f} (p {shaw['p']:.3f}) |"
+    assert lines[tests_at + 2] == (f"| shaw | {-shaw['mean_difference']:+.3f} (p {shaw['p']:.3f}, "
+                                   f"Holm {shaw['p_holm']:.3f}) |")
     assert lines[tests_at + 2:tests_at + 5] == [line for line in lines if line.startswith(("| shaw", "| rope", "| none"))
                                                 and "(p " in line]
+    # --reference: the same tests shown against another encoding, the difference turned round where the
+    # summary tested the pair the other way.
+    against_rope = run("experiment", "report", out, "--markdown", "--reference", "rope")
+    assert against_rope.returncode == 0, against_rope.stderr
+    rope_lines = against_rope.stdout.splitlines()
+    assert "Paired t-tests over shared seeds against rope (difference of test scores, encoding minus rope;" in \
+        against_rope.stdout
+    rope_pair = pairs[("learned", "rope")]
+    assert (f"| learned | {rope_pair['mean_difference']:+.3f} (p {rope_pair['p']:.3f}, "
+            f"Holm {rope_pair['p_holm']:.3f}) |") in rope_lines
+    assert not any(line.startswith("| rope | ") and "(p " in line for line in rope_lines)
+    unknown = run("experiment", "report", out, "--markdown", "--reference", "alibi")
+    assert unknown.returncode != 0 and unknown.stdout == ""
+    assert unknown.stderr.strip().splitlines()[-1].endswith(
+        "[experiment] reference must be an encoding of the summary (learned, shaw, rope, none), got 'alibi'"), \
+        unknown.stderr
+    needs = run("experiment", "report", out, "--reference", "rope")
+    assert needs.returncode != 0 and "--reference requires --markdown" in needs.stderr, needs.stderr
     pearson_p = correlation["pearson_p"]
     assert (f"| lexname | identical_word_attention.monotonicity | {correlation['pearson']:.2f} "
             f"(p {'< 0.001' if pearson_p < 0.001 else format(pearson_p, '.3f')}) | 1.00 (p 0.083) | 4 |" in lines)

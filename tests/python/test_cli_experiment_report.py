@@ -80,7 +80,8 @@ def test_experiment_report_writes_html_and_figures(suite):
     assert lines[1].startswith("test perplexity (mean +- sd over seeds), trained at seq_len 32, 2 runs")
     assert lines[-2].split() == ["learned", "134.29", "n/a"]
     # One seed per encoding: nothing to pair (tests/training/test_extrapolation_summary.cpp pairs seeds).
-    assert lines[-1] == "paired t-tests on log perplexity: 0, p < 0.05 in 0 (summary.json: comparisons)"
+    assert lines[-1] == ("paired t-tests on log perplexity: 0, p < 0.05 in 0, 0 after Holm's correction per length "
+                         "(summary.json: comparisons)")
     summary = json.loads((suite / "summary.json").read_text())
     assert summary["comparisons"] == []
     assert summary["suite"] == "extrapolation" and [r["encoding"] for r in summary["rows"]] == ["alibi", "learned"]

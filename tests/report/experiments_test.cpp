@@ -8,10 +8,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "plot_test_util.h"
@@ -131,17 +133,37 @@ TEST(ExperimentsExtrapolation, LowestAgainstNextFromThePairedComparisons) {
   const std::string& h = extrapolation().html;
   EXPECT_EQ(occurrences(h, "<p class=\"how\">Lowest against next:"), 1u);
   EXPECT_EQ(occurrences(h, "<tr><td>64</td><td class=\"name\">rope</td><td class=\"name\">rope+yarn</td>"
-                           "<td>1.000</td><td>1.000</td><td>3</td></tr>"),
+                           "<td>1.000</td><td title=\"rope / rope+yarn\">1.000</td><td>3</td></tr>"),
             1u);
   EXPECT_EQ(occurrences(h, "<tr><td>128</td><td class=\"name\">alibi</td><td class=\"name\">rope+yarn</td>"
-                           "<td>0.921</td><td class=\"significant\">0.004 *</td><td>3</td></tr>"),
+                           "<td>0.921</td><td class=\"significant\" title=\"alibi / rope+yarn\">0.004 *</td><td>3</td></tr>"),
             1u);
   EXPECT_EQ(occurrences(h, "<tr><td>256</td><td class=\"name\">alibi</td><td class=\"name\">rope+yarn</td>"
-                           "<td>0.795</td><td class=\"significant\">&lt;0.001 *</td><td>2</td></tr>"),
+                           "<td>0.795</td><td class=\"significant\" title=\"alibi / rope+yarn\">&lt;0.001 *</td><td>2</td></tr>"),
             1u);
   Json j = fixture("extrapolation_summary.json");
   j.erase("comparisons");
   EXPECT_EQ(render_experiment(j, kSource, "ext", "ext").html.find("Lowest against next"), std::string::npos);
+}
+
+// A summary with Holm's adjusted p: a pair that stays below 0.05 is marked † (class "holm"), one that does not
+// keeps its *, and both carry the adjusted value in their title; an adjusted p outside [0, 1] is refused.
+TEST(ExperimentsExtrapolation, HolmAdjustedPMarksAndTitles) {
+  Json j = fixture("extrapolation_summary.json");
+  for (Json& c : j["comparisons"]) c["p_holm"] = std::min(1.0, c["p"].get<double>() * 20);
+  const std::string h = render_experiment(j, kSource, "ext", "ext").html;
+  EXPECT_EQ(occurrences(h, "<td class=\"significant\" title=\"alibi / rope+yarn, Holm&#39;s adjusted p = 0.0"), 1u)
+      << h;
+  EXPECT_EQ(occurrences(h, "<td class=\"holm\" title=\"alibi / rope+yarn, Holm&#39;s adjusted p = 0.0"), 1u) << h;
+  EXPECT_EQ(occurrences(h, "&lt;0.001 &dagger;</td>"), 1u) << h;
+  j["comparisons"][0]["p_holm"] = 1.5;
+  try {
+    render_experiment(j, kSource, "ext", "ext");
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing or invalid field 'comparisons[0].p_holm'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ExperimentsExtrapolation, NoRowsIsANoteNotAnError) {
@@ -208,6 +230,21 @@ TEST(ExperimentsProperties, SignificantPValuesAreMarked) {
   // definition: the pairs with learned+shaw were not compared (3 pairs, twice).
   EXPECT_EQ(occurrences(h, "<td class=\"na\" title=\"no comparison\">n/a</td>"), 6u);
   EXPECT_NE(h.find("paired t-test"), std::string::npos);  // the paragraph on how to read it
+}
+
+// Holm's adjusted p, where the summary has it: joins each cell's title; † where it stays below 0.05.
+TEST(ExperimentsProperties, HolmAdjustedPMarked) {
+  Json j = fixture("properties_summary.json");
+  for (Json& c : j["comparisons"]) {
+    if (c["p"].is_number()) c["p_holm"] = c["p"].get<double>() < 0.02 ? 0.03 : 1.0;
+  }
+  const std::string h = render_experiment(j, kSource, "props", "props").html;
+  EXPECT_NE(h.find("<td class=\"holm\" title=\"shaw &minus; none = 0.1200, t = 9.20, 3 seeds, Holm&#39;s adjusted "
+                   "p = 0.030\">0.012 &dagger;</td>"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("Holm&#39;s adjusted p = 1.000\">0.727</td>"), std::string::npos) << h;
+  EXPECT_NE(h.find("&dagger; marks the pairs"), std::string::npos);  // the paragraph on how to read it
 }
 
 TEST(ExperimentsProperties, CorrelationsTable) {

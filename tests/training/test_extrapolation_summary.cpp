@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,32 @@ TEST(ExtrapolationSummary, PairedTTestOnLogPerplexityAgainstAPlainReference) {
   EXPECT_NEAR(c.at("t").get<double>(), t, 1e-9);
   EXPECT_NEAR(c.at("p").get<double>(), p, 1e-9);
   EXPECT_EQ(j.at("comparisons").at(1).at("seq_len"), 256);
+  // One pair per length: a family of one, Holm leaves its p as it is.
+  for (const json& each : j.at("comparisons")) EXPECT_EQ(each.at("p_holm"), each.at("p"));
+}
+
+// Holm's correction runs over the pairs of one length, not across lengths: three rows give three pairs at each.
+TEST(ExtrapolationSummary, HolmAdjustsWithinEachLength) {
+  SuiteSummary s;
+  s.lengths = {128, 256};
+  s.rows.push_back({"none", {cell(128, {{0, 5.0}, {1, 5.2}, {2, 4.9}}), cell(256, {{0, 5.5}, {1, 5.6}, {2, 5.3}})}});
+  s.rows.push_back({"alibi", {cell(128, {{0, 4.8}, {1, 5.1}, {2, 4.6}}), cell(256, {{0, 5.0}, {1, 5.1}, {2, 4.8}})}});
+  s.rows.push_back({"rope", {cell(128, {{0, 4.0}, {1, 4.4}, {2, 4.3}}), cell(256, {{0, 6.0}, {1, 6.9}, {2, 6.1}})}});
+  const json comparisons = json::parse(posenc::experiments::extrapolation_summary_json(s)).at("comparisons");
+  ASSERT_EQ(comparisons.size(), 6u);
+  for (const int64_t length : {128, 256}) {
+    std::vector<std::pair<double, double>> p_and_holm;
+    for (const json& c : comparisons) {
+      if (c.at("seq_len") == length) p_and_holm.emplace_back(c.at("p").get<double>(), c.at("p_holm").get<double>());
+    }
+    ASSERT_EQ(p_and_holm.size(), 3u);
+    std::sort(p_and_holm.begin(), p_and_holm.end());
+    double running = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      running = std::max(running, std::min(1.0, static_cast<double>(3 - k) * p_and_holm[k].first));
+      EXPECT_DOUBLE_EQ(p_and_holm[k].second, running) << length << " " << k;
+    }
+  }
 }
 
 TEST(ExtrapolationSummary, PairsOnlyTheSeedsBothRowsHave) {

@@ -20,6 +20,15 @@ std::string message_of(const std::string& summary) {
   return "no error";
 }
 
+std::string message_of_reference(const std::string& summary, const std::string& reference) {
+  try {
+    summary_markdown(summary, reference);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(SummaryMarkdown, ExtrapolationCellsAndNotes) {
   const std::string summary = R"({"suite": "extrapolation", "lengths": [128, 256],
     "rows": [{"encoding": "rope", "test_perplexity": [
@@ -85,6 +94,31 @@ TEST(SummaryMarkdown, ExtrapolationPairedComparisons) {
             "| rope | 0.88× (p 0.021) | — |\n");
 }
 
+// A summary written since Holm's correction: each p beside its adjusted value, and both counts.
+TEST(SummaryMarkdown, ExtrapolationHolmAdjusted) {
+  const std::string summary = R"({"suite": "extrapolation", "lengths": [128],
+    "rows": [{"encoding": "none", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 40.0, "perplexity_sd": 1.0, "seeds": 2}]},
+             {"encoding": "alibi", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 30.0, "perplexity_sd": 1.0, "seeds": 2}]},
+             {"encoding": "rope", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 35.0, "perplexity_sd": 1.0, "seeds": 2}]}],
+    "comparisons": [
+      {"seq_len": 128, "a": "none", "b": "alibi", "mean_log_ratio": 0.2876820724517809, "p": 0.0204, "p_holm": 0.0424},
+      {"seq_len": 128, "a": "none", "b": "rope", "mean_log_ratio": 0.13353139262452263, "p": 0.0212, "p_holm": 0.0424},
+      {"seq_len": 128, "a": "alibi", "b": "rope", "mean_log_ratio": -0.15415067982725836, "p": 0.0,
+       "p_holm": 0.0}]})";
+  const std::string md = summary_markdown(summary);
+  EXPECT_NE(md.find("p two-sided; Holm: p adjusted by Holm's correction over all pairs at that length. 3 pairs in "
+                    "all, 3 with p < 0.05 (3 after Holm's correction within each length)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 128 | alibi | rope | 0.86× (p < 0.001, Holm < 0.001) |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| alibi | 0.75× (p 0.020, Holm 0.042) |\n| rope | 0.88× (p 0.021, Holm 0.042) |\n"),
+            std::string::npos)
+      << md;
+}
+
 TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
   const std::string summary = R"({"suite": "properties", "tasks": [{"name": "pos", "metric": "accuracy"}],
     "rows": [{"encoding": "none", "group": "none", "pretraining": {"mean": 394.56, "sd": 4.23, "seeds": 5},
@@ -97,7 +131,7 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
                                                           "translation_invariance": {"mean": 0.97},
                                                           "symmetry": {"mean": 0.96}}}}],
     "comparisons": [{"task": "pos", "a": "none", "b": "learned", "mean_difference": -0.0429, "t": -9.0,
-                     "p": 0.0004, "seeds": 5}],
+                     "p": 0.0004, "seeds": 5, "p_holm": 0.0012}],
     "correlations": [],
     "stopping": [{"stage": "pretrain", "most_steps": 3000, "runs": 5, "stopped_early": 0, "best_at_most_steps": 5,
                   "median_best_step": 3000, "last_interval_gain": 0.00412},
@@ -109,13 +143,61 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
                     "0.80 / 0.97 / 0.96 |\n"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("1 pairs in all, 1 with p < 0.05"), std::string::npos) << md;
-  EXPECT_NE(md.find("| learned | +0.043 (p < 0.001) |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("p two-sided; Holm: p adjusted by Holm's correction over all pairs of the task). 1 pairs in "
+                    "all, 1 with p < 0.05 (1 after Holm's correction within each task)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| learned | +0.043 (p < 0.001, Holm 0.001) |\n"), std::string::npos) << md;
   EXPECT_NE(md.find("| stage | most steps | runs | stopped early | best at the most steps | median best step | their "
                     "last gain |\n|---|---|---|---|---|---|---|\n| pretrain | 3000 | 5 | 0 | 5 | 3000 | 0.0041 |\n"
                     "| pos | 3000 | 5 | 5 | 0 | 1200 | — |\n"),
             std::string::npos)
       << md;
+}
+
+// --reference: every row against the named encoding, turning the pair round where the summary tested it the other
+// way; a name that is not a row is refused with the rows it could be.
+TEST(SummaryMarkdown, AgainstAChosenReference) {
+  const std::string extrapolation = R"({"suite": "extrapolation", "lengths": [128],
+    "rows": [{"encoding": "none", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 40.0, "perplexity_sd": 1.0, "seeds": 2}]},
+             {"encoding": "alibi", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 30.0, "perplexity_sd": 1.0, "seeds": 2}]},
+             {"encoding": "rope", "test_perplexity": [
+               {"seq_len": 128, "perplexity_mean": 35.0, "perplexity_sd": 1.0, "seeds": 2}]}],
+    "comparisons": [
+      {"seq_len": 128, "a": "none", "b": "alibi", "mean_log_ratio": 0.2876820724517809, "p": 0.0704},
+      {"seq_len": 128, "a": "none", "b": "rope", "mean_log_ratio": 0.13353139262452263, "p": 0.0212},
+      {"seq_len": 128, "a": "alibi", "b": "rope", "mean_log_ratio": -0.15415067982725836, "p": 0.0}]})";
+  const std::string md = summary_markdown(extrapolation, "rope");
+  EXPECT_NE(md.find("Against rope (perplexity of the encoding over rope's):\n\n| encoding | 128 |\n|---|---|\n"
+                    "| none | 1.14× (p 0.021) |\n| alibi | 0.86× (p < 0.001) |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(summary_markdown(extrapolation, ""), summary_markdown(extrapolation, "none"));
+  EXPECT_EQ(message_of_reference(extrapolation, "xl"),
+            "[experiment] reference must be an encoding of the summary (none, alibi, rope), got 'xl'");
+
+  const std::string properties = R"({"suite": "properties", "tasks": [{"name": "pos", "metric": "accuracy"}],
+    "rows": [{"encoding": "none", "group": "none", "pretraining": {"mean": 394.56, "sd": 4.23, "seeds": 5},
+              "scores": [{"mean": 0.9341, "sd": 0.0062, "seeds": 5}], "indicators": {}},
+             {"encoding": "learned", "group": "absolute", "pretraining": {"mean": 100.2, "sd": 17.4, "seeds": 5},
+              "scores": [{"mean": 0.977, "sd": 0.002, "seeds": 5}], "indicators": {}},
+             {"encoding": "shaw", "group": "relative", "pretraining": {"mean": 90.0, "sd": 1.0, "seeds": 5},
+              "scores": [{"mean": 0.980, "sd": 0.002, "seeds": 5}], "indicators": {}}],
+    "comparisons": [{"task": "pos", "a": "none", "b": "learned", "mean_difference": -0.0429, "t": -9.0,
+                     "p": 0.0004, "seeds": 5},
+                    {"task": "pos", "a": "learned", "b": "shaw", "mean_difference": -0.003, "t": -2.0,
+                     "p": 0.116, "seeds": 5}],
+    "correlations": []})";
+  const std::string against_learned = summary_markdown(properties, "learned");
+  EXPECT_NE(against_learned.find("| encoding | pos |\n|---|---|\n| none | -0.043 (p < 0.001) |\n"
+                                 "| shaw | +0.003 (p 0.116) |\n"),
+            std::string::npos)
+      << against_learned;
+  EXPECT_NE(summary_markdown(properties).find("| learned | +0.043 (p < 0.001) |\n| shaw | — |\n"), std::string::npos);
+  EXPECT_EQ(message_of_reference(properties, "rope"),
+            "[experiment] reference must be an encoding of the summary (none, learned, shaw), got 'rope'");
 }
 
 TEST(SummaryMarkdown, RefusesWhatIsNotASummary) {

@@ -1,6 +1,7 @@
 // Small-sample statistics for comparing encodings across seeds: the paired
 // t-test (two-sided, Student's t with n - 1 degrees of freedom), Pearson and
-// Spearman correlations, and the Student t distribution they rest on.
+// Spearman correlations, the Student t distribution they rest on, and Holm's
+// correction for a family of tests.
 // Inputs are plain vectors; errors throw std::invalid_argument "[stats] ...".
 #pragma once
 
@@ -48,5 +49,11 @@ double correlation_p(double r, int64_t n);
 // correlation_p(rho, n). NaN when either sample is constant. Errors as correlation_p and pearson_correlation.
 inline constexpr int64_t kExactSpearmanPairs = 10;
 double spearman_p(const std::vector<double>& x, const std::vector<double>& y);
+
+// Holm's step-down adjustment of a family of p-values (controls the chance of any false "p < alpha" among them
+// at alpha, whatever their dependence): with the m defined values sorted ascending, the k-th (from 1) becomes
+// max over j <= k of min(1, (m - j + 1) p_(j)). Returned in the input's order; a NaN stays NaN and does not count
+// in m. "[stats] p-values must be in [0, 1], got 1.5".
+std::vector<double> holm_adjusted(const std::vector<double>& p);
 
 }  // namespace posenc::analysis
