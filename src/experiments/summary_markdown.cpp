@@ -137,6 +137,34 @@ std::string reference_row(const json& rows, const std::string& requested) {
   fail_argument(kOp, "reference must be an encoding of the summary (", names, "), got '", requested, "'");
 }
 
+// Each run's test score, in seed order: what a mean ± sd over 5 seeds hides (a task that some seeds solve and
+// others do not). Only for summaries that keep the values.
+std::string per_seed_markdown(const json& rows, const std::vector<std::string>& tasks) {
+  const auto has_values = [](const json& row) {
+    return std::any_of(row.at("scores").begin(), row.at("scores").end(),
+                       [](const json& s) { return s.contains("values"); });
+  };
+  if (std::none_of(rows.begin(), rows.end(), has_values)) return "";
+  std::ostringstream out;
+  out << "\nTest scores per run, in seed order.\n\n| encoding |";
+  for (const std::string& t : tasks) out << " " << t << " |";
+  out << "\n|---|";
+  for (size_t i = 0; i < tasks.size(); ++i) out << "---|";
+  out << "\n";
+  for (const json& r : rows) {
+    out << "| " << r.at("encoding").get<std::string>() << " |";
+    for (const json& s : r.at("scores")) {
+      std::string cell;
+      for (const json& v : s.value("values", json::array())) {
+        cell += (cell.empty() ? "" : ", ") + format("%.3f", v.get<double>());
+      }
+      out << cell_text(cell.empty() ? "—" : cell);
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
 std::string properties_markdown(const json& j, const std::string& requested_reference) {
   std::vector<std::string> tasks, metrics;
   for (const json& t : j.at("tasks")) {
@@ -207,6 +235,7 @@ std::string properties_markdown(const json& j, const std::string& requested_refe
     }
   }
 
+  out << per_seed_markdown(rows, tasks);
   out << fit_markdown(rows, tasks);
 
   out << "\nProbe means against task means across encodings (p two-sided: Pearson's from the t test with encodings "

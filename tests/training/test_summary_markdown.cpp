@@ -124,7 +124,7 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
     "rows": [{"encoding": "none", "group": "none", "pretraining": {"mean": 394.56, "sd": 4.23, "seeds": 5},
               "scores": [{"mean": 0.9341, "sd": 0.0062, "seeds": 5}], "indicators": {}},
              {"encoding": "learned", "group": "absolute", "pretraining": {"mean": 100.2, "sd": 17.4, "seeds": 5},
-              "scores": [{"mean": 0.977, "sd": 0.002, "seeds": 5}],
+              "scores": [{"mean": 0.977, "sd": 0.002, "seeds": 5, "values": [0.9751, 0.9772, 0.979, 0.975, 0.9787]}],
               "indicators": {"monotonicity": {"mean": 0.62}, "translation_invariance": {"mean": 0.554},
                              "symmetry": {"mean": 0.5},
                              "identical_word_attention": {"monotonicity": {"mean": 0.8},
@@ -148,6 +148,11 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| learned | +0.043 (p < 0.001, Holm 0.001) |\n"), std::string::npos) << md;
+  // Each run's score where the summary keeps them; a row without them has a dash.
+  EXPECT_NE(md.find("Test scores per run, in seed order.\n\n| encoding | pos |\n|---|---|\n| none | — |\n"
+                    "| learned | 0.975, 0.977, 0.979, 0.975, 0.979 |\n"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("| stage | most steps | runs | stopped early | best at the most steps | median best step | their "
                     "last gain |\n|---|---|---|---|---|---|---|\n| pretrain | 3000 | 5 | 0 | 5 | 3000 | 0.0041 |\n"
                     "| pos | 3000 | 5 | 5 | 0 | 1200 | — |\n"),
