@@ -384,10 +384,15 @@ def test_summary_fit_reads_the_curves_at_the_best_step(tmp_path):
     assert math.isclose(learned["validation_at_best"]["mean"], (0.5 + 0.6) / 2, rel_tol=1e-12)
     assert "training_at_best" not in shaw and "validation_at_best" not in shaw
     md = run("experiment", "report", out, "--markdown").stdout.splitlines()
-    fit = md.index("| encoding | lexname |", md.index("| encoding | lexname |") + 1)
-    assert md[fit - 2].startswith("Fit of the reported checkpoints: the training-batch score logged over the "
-                                  "evaluation interval ending at the best step / the validation score there")
-    assert md[fit + 2:fit + 4] == [f"| learned | {(seed0 + seed1) / 2:.2f} / 0.55 |", "| shaw | — |"]
+    fit = next(i for i, line in enumerate(md) if line.startswith("Fit of the reported checkpoints: "))
+    assert md[fit].startswith("Fit of the reported checkpoints: the training-batch score logged over the "
+                              "evaluation interval ending at the best step / the validation score there")
+    assert md[fit + 2] == "| encoding | lexname |"
+    assert md[fit + 4:fit + 6] == [f"| learned | {(seed0 + seed1) / 2:.2f} / 0.55 |", "| shaw | — |"]
+    # Before it, each run's test score in seed order.
+    per_run = md.index("Test scores per run, in seed order.")
+    assert md[per_run + 2] == "| encoding | lexname |" and per_run < fit
+    assert md[per_run + 4] == "| learned | " + ", ".join(f"{v:.3f}" for v in learned["values"]) + " |"
 
     # A curve that is not one is refused with its file and line, never read as a score.
     metrics = out / "runs" / "learned-s1" / "lexname" / "metrics.jsonl"
