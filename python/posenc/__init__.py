@@ -208,3 +208,16 @@ def sinusoidal_3d(frames, height, width, dim, *, base=10000.0, scale=1.0, layout
 def translation_matrix(delta, dim, *, base=10000.0, layout="interleaved"):
     """T(delta), float64 [dim, dim], with PE[p + delta] = T(delta) @ PE[p] and T(a) T(b) = T(a + b)."""
     return _ops.translation_matrix(delta, dim, base, layout)
+
+
+_SUBPACKAGES = ("nn", "hf")
+
+
+def __getattr__(name):
+    # `import posenc` then `posenc.nn.RotaryEmbedding(...)`, as with torch.nn: the modules are imported on first
+    # use, not at `import posenc` (posenc.nn imports posenc itself, so an eager import would be circular).
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'posenc' has no attribute '{name}'")

@@ -10,6 +10,7 @@ is wrong; a file that cannot be opened raises RuntimeError.
 """
 
 import os
+from collections.abc import Mapping
 
 import torch
 
@@ -50,6 +51,13 @@ def save_tensor(path, tensors, metadata=None):
     """
     if isinstance(tensors, torch.Tensor):
         names, values = [""], [tensors]
-    else:
+    elif isinstance(tensors, Mapping):
         names, values = list(tensors.keys()), list(tensors.values())
+        for name, value in zip(names, values):
+            if not isinstance(value, torch.Tensor):
+                raise TypeError(f"[tensor file] tensors[{name!r}] must be a torch.Tensor, got "
+                                f"{type(value).__name__}")
+    else:
+        raise TypeError(f"[tensor file] tensors must be a torch.Tensor or a dict of them, got "
+                        f"{type(tensors).__name__}")
     _ops.save_tensors(os.fspath(path), names, values, metadata)

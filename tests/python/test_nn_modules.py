@@ -4,6 +4,9 @@ contract: state_dict round trip, .to(float64), torch.jit.trace, copy.deepcopy.""
 
 import copy
 import math
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -513,3 +516,16 @@ def test_bert_distance_embedding_conversion(kind, use_cache):
     # the logits alone, as BERT adds them before the 1/sqrt(d)
     scores = module.logits(q, k) + torch.matmul(q, k.transpose(-1, -2))
     assert torch.allclose(torch.softmax(scores / math.sqrt(d), -1) @ v, want, atol=1e-12)
+
+
+def test_import_posenc_alone_reaches_nn_and_hf():
+    # In a fresh interpreter (this one imported posenc.nn above): the subpackages load on first use, as torch.nn.
+    code = ("import posenc\n"
+            "import sys\n"
+            "assert 'posenc.nn' not in sys.modules\n"
+            "print(type(posenc.nn.KerpleBias(2)).__name__, posenc.hf.positional_scheme.__name__)\n"
+            "try:\n    posenc.nope\nexcept AttributeError as e:\n    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": ":".join(sys.path)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["KerpleBias positional_scheme", "module 'posenc' has no attribute 'nope'"]

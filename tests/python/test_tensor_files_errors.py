@@ -101,3 +101,13 @@ def test_metadata_is_for_safetensors_only(tmp_path):
 def test_names_and_tensors_must_pair_up(tmp_path):
     raises(ValueError, "[tensor file] names and tensors must have the same length, got 2 names and 1 tensors",
            torch.ops.posenc.save_tensors, str(tmp_path / "p.safetensors"), ["a", "b"], [torch.zeros(1)])
+
+
+def test_what_is_not_a_tensor_is_named(tmp_path):
+    # A (cos, sin) tuple where a tensor belongs: named by its key, before anything is written.
+    path = tmp_path / "t.safetensors"
+    raises(TypeError, "[tensor file] tensors['cos_sin'] must be a torch.Tensor, got tuple", posenc.save_tensor, path,
+           {"q": torch.zeros(2), "cos_sin": (torch.zeros(2), torch.zeros(2))})
+    raises(TypeError, "[tensor file] tensors must be a torch.Tensor or a dict of them, got list", posenc.save_tensor,
+           path, [torch.zeros(2)])
+    assert not path.exists()
