@@ -89,6 +89,11 @@ RopeTableOptions::Resolved RopeTableOptions::resolve(std::string_view op, const 
                        : layer.absolute ? "a learned absolute table"
                        : layer.relative ? "relative position vectors"
                                         : "no positional encoding";
+    if (!scheme.layer_types.empty()) {
+      fail_argument(op, hf_config_, ": layer ", layer_, " of model_type '", scheme.model_type, "' (",
+                    scheme.layer_types[static_cast<size_t>(layer_)], ") has no rotary embedding (it uses ", uses,
+                    "): choose a layer with one (--layer)");
+    }
     fail_argument(op, hf_config_, ": model_type '", scheme.model_type, "' has no rotary embedding (it uses ", uses,
                   "): --hf-config needs a rotary model here");
   }

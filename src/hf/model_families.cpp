@@ -6,6 +6,8 @@
 #include <functional>
 #include <set>
 
+#include "family_support.h"
+#include "hybrid_families.h"
 #include "rotary_config.h"
 
 namespace posenc::hf::detail {
@@ -17,7 +19,8 @@ const std::set<std::string, std::less<>> kKnownPositionalKeys = {
     "max_position_embeddings", "original_max_position_embeddings", "rope_theta", "rope_scaling",
     "rope_parameters", "partial_rotary_factor", "rotary_pct", "rotary_emb_base", "rotary_dim",
     "rope_local_base_freq", "qk_rope_head_dim", "rope_interleave", "alibi", "position_embedding_type",
-    "n_positions", "relative_attention_num_buckets", "relative_attention_max_distance"};
+    "n_positions", "relative_attention_num_buckets", "relative_attention_max_distance", "global_rope_theta",
+    "local_rope_theta", "no_rope_layers", "no_rope_layer_interval"};
 
 constexpr std::array<std::string_view, 6> kPositionalWords = {"rope", "rotary", "position", "alibi",
                                                               "relative_attention", "bucket"};
@@ -34,83 +37,6 @@ void refuse_unknown_positional_keys(const Fields& f, const std::string& model_ty
   }
 }
 
-// The first of `keys` present (aliases of one value), checked >= 1.
-std::optional<int64_t> positive(const Fields& f, std::initializer_list<std::string_view> keys) {
-  for (std::string_view k : keys) {
-    if (const std::optional<int64_t> v = f.integer(k)) {
-      if (*v < 1) f.fail(k, "must be >= 1, got ", *v);
-      return v;
-    }
-  }
-  return std::nullopt;
-}
-
-int64_t required(const Fields& f, std::initializer_list<std::string_view> keys, const std::string& model_type) {
-  if (const std::optional<int64_t> v = positive(f, keys)) return *v;
-  fail_config(f.source(), f.path_of(*keys.begin()), " is required for model_type '", model_type, "'");
-}
-
-// hidden_size / num_attention_heads (HF's integer division), when head_dim is absent.
-int64_t head_dim_of(const Fields& f, const std::string& model_type, std::initializer_list<std::string_view> hidden,
-                    std::initializer_list<std::string_view> heads) {
-  if (const std::optional<int64_t> d = positive(f, {"head_dim"})) return *d;
-  const int64_t h = required(f, hidden, model_type);
-  const int64_t n = required(f, heads, model_type);
-  if (h / n < 1) fail_config(f.source(), "hidden size ", h, " / ", n, " heads gives a head dimension of 0");
-  return h / n;
-}
-
-// The v5 rope_parameters or the v4 rope_scaling dict (either may be absent).
-std::optional<Fields> rope_dict(const Fields& f) {
-  if (f.has("rope_parameters") && f.has("rope_scaling")) {
-    f.fail("rope_scaling", "and rope_parameters are both given: rope_parameters (transformers v5) replaces "
-                           "rope_scaling (v4); keep one");
-  }
-  return f.has("rope_parameters") ? f.object("rope_parameters") : f.object("rope_scaling");
-}
-
-std::vector<std::string> layer_types_of(const Fields& f) {
-  std::vector<std::string> out;
-  if (!f.has("layer_types")) return out;
-  const Json& list = f.json().at("layer_types");
-  if (!list.is_array()) f.fail("layer_types", "must be a list of strings, got ", show(list));
-  for (const Json& v : list) {
-    if (!v.is_string()) f.fail("layer_types", "must be a list of strings, got ", show(v));
-    out.push_back(v.get<std::string>());
-  }
-  return out;
-}
-
-// v5: a rope_parameters dict keyed by layer types (every key a value of layer_types).
-bool keyed_by_layer_type(const Fields& dict, const std::vector<std::string>& layer_types) {
-  if (layer_types.empty() || dict.json().empty()) return false;
-  for (const auto& [key, value] : dict.json().items()) {
-    if (std::find(layer_types.begin(), layer_types.end(), key) == layer_types.end()) return false;
-  }
-  return true;
-}
-
-RotaryContext base_context(const Fields& f, double default_theta) {
-  RotaryContext ctx;
-  ctx.top = &f;
-  ctx.base = f.number("rope_theta").value_or(default_theta);
-  ctx.partial = f.number("partial_rotary_factor");
-  ctx.max_position_embeddings = positive(f, {"max_position_embeddings"});
-  ctx.top_original = positive(f, {"original_max_position_embeddings"});
-  return ctx;
-}
-
-// Per layer type: one rotary each, the model's scheme is layer 0's.
-void set_layer_types(HfScheme& out, std::vector<std::string> types,
-                     const std::function<HfLayerScheme(const std::string&)>& scheme_of, const Fields& f) {
-  if (types.empty()) f.fail("layer_types", "is required when rope parameters differ per layer type");
-  for (const std::string& t : types) {
-    if (!out.by_layer_type.contains(t)) out.by_layer_type.emplace(t, scheme_of(t));
-  }
-  out.layer_types = std::move(types);
-  out.scheme = out.by_layer_type.at(out.layer_types.front());
-}
-
 // Llama, Mistral, Qwen, Phi, DeepSeek, gpt-oss, Gemma 1/2, and v5 configs keyed by layer type.
 void read_rotary_model(const Fields& f, const std::string& model_type, HfScheme& out) {
   RotaryContext ctx = base_context(f, 10000.0);
@@ -125,18 +51,44 @@ void read_rotary_model(const Fields& f, const std::string& model_type, HfScheme&
     ctx.head_dim = head_dim_of(f, model_type, {"hidden_size"}, {"num_attention_heads"});
     if (model_type.starts_with("gemma") && !f.has("head_dim")) ctx.head_dim = 256;  // HF's default for Gemma
   }
-  const std::optional<Fields> dict = rope_dict(f);
-  const std::vector<std::string> types = layer_types_of(f);
-  if (dict && keyed_by_layer_type(*dict, types)) {
-    set_layer_types(out, types, [&](const std::string& t) {
-      RotaryContext c = ctx;
-      if (t == "full_attention" && f.has("global_head_dim")) c.head_dim = *positive(f, {"global_head_dim"});
-      const std::optional<Fields> inner = dict->object(t);
-      return HfLayerScheme{read_rotary(c, inner), {}, {}, {}};
-    }, f);
-    return;
+  read_with_context(f, ctx, out);
+}
+
+// Families that read like Llama but for the defaults of their HF config class and their rotation layout.
+struct RotaryDefaults {
+  std::string_view model_type;
+  double theta = 10000.0;
+  std::optional<double> partial = std::nullopt;    // partial_rotary_factor when the config has none
+  std::optional<int64_t> head_dim = std::nullopt;  // head_dim when the config has none (else hidden / heads)
+  kernels::RopeLayout layout = kernels::RopeLayout::kHalf;
+};
+
+constexpr kernels::RopeLayout kPairs = kernels::RopeLayout::kInterleaved;
+constexpr RotaryDefaults kRotaryDefaults[] = {
+    {.model_type = "olmo"},
+    {.model_type = "olmo2"},
+    {.model_type = "granite"},
+    {.model_type = "granitemoe"},
+    {.model_type = "starcoder2"},
+    {.model_type = "stablelm", .partial = 0.25},
+    {.model_type = "persimmon", .theta = 25000.0, .partial = 0.5},
+    {.model_type = "nemotron", .partial = 0.5},
+    {.model_type = "glm", .partial = 0.5, .head_dim = 128, .layout = kPairs},  // the first R channels, in pairs
+    {.model_type = "glm4", .partial = 0.5, .head_dim = 128, .layout = kPairs},
+    {.model_type = "cohere", .theta = 500000.0, .layout = kPairs},  // v5's default_theta (v4's was 10000)
+};
+
+void read_with_defaults(const Fields& f, const std::string& model_type, HfScheme& out) {
+  const RotaryDefaults* d = nullptr;
+  for (const RotaryDefaults& each : kRotaryDefaults) {
+    if (each.model_type == model_type) d = &each;
   }
-  out.scheme.rotary = read_rotary(ctx, dict);
+  RotaryContext ctx = base_context(f, d->theta);
+  if (!ctx.partial) ctx.partial = d->partial;
+  const bool given = f.has("head_dim") || !d->head_dim;
+  ctx.head_dim = given ? head_dim_of(f, model_type, {"hidden_size"}, {"num_attention_heads"}) : *d->head_dim;
+  ctx.layout = d->layout;
+  read_with_context(f, ctx, out);
 }
 
 // Gemma 3 (v4): full-attention layers use rope_theta and rope_scaling,
@@ -148,7 +100,7 @@ void read_gemma3(const Fields& f, const std::string& model_type, HfScheme& out) 
   if (types.empty()) {
     const int64_t layers = required(f, {"num_hidden_layers"}, model_type);
     const int64_t pattern = positive(f, {"sliding_window_pattern"}).value_or(6);
-    for (int64_t i = 0; i < layers; ++i) types.push_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
+    types = periodic_layer_types(layers, pattern, 1, "full_attention", "sliding_attention");
   }
   if (dict && keyed_by_layer_type(*dict, types)) {
     read_rotary_model(f, model_type, out);
@@ -320,6 +272,12 @@ constexpr Family kFamilies[] = {
     {"mt5", read_t5},                   {"umt5", read_t5},                  {"bert", read_bert},
     {"roberta", read_bert},             {"xlm-roberta", read_bert},         {"electra", read_bert},
     {"gpt2", read_gpt2},
+    {"olmo", read_with_defaults},       {"olmo2", read_with_defaults},      {"granite", read_with_defaults},
+    {"granitemoe", read_with_defaults}, {"starcoder2", read_with_defaults}, {"stablelm", read_with_defaults},
+    {"persimmon", read_with_defaults},  {"nemotron", read_with_defaults},   {"glm", read_with_defaults},
+    {"glm4", read_with_defaults},       {"cohere", read_with_defaults},     {"cohere2", read_cohere2},
+    {"exaone4", read_exaone4},          {"olmo3", read_olmo3},              {"smollm3", read_smollm3},
+    {"modernbert", read_modernbert},
 };
 
 }  // namespace

@@ -184,6 +184,31 @@ TEST(HfConfig, Gemma3LayerTypes) {
                "[hf] config.json: layer 12 is out of range: the config has 12 layers (layer_types)");
 }
 
+// Layers without positional encoding are a layer type whose scheme is empty; the others keep their rotary.
+TEST(HfConfig, HybridNopeAndPerLayerTheta) {
+  const HfScheme cohere2 = read_hf_config(R"({"model_type": "cohere2", "hidden_size": 4096,
+    "num_attention_heads": 32, "num_hidden_layers": 8, "rope_theta": 50000, "sliding_window": 4096})");
+  ASSERT_EQ(cohere2.layer_types.size(), 8u);
+  for (int64_t i = 0; i < 8; ++i) {
+    const HfLayerScheme& l = cohere2.for_layer(i);
+    EXPECT_EQ(l.rotary.has_value(), i % 4 != 3) << i;
+    EXPECT_FALSE(l.bias || l.absolute || l.relative);
+  }
+  EXPECT_EQ(cohere2.for_layer(0).rotary->layout, posenc::kernels::RopeLayout::kInterleaved);
+  EXPECT_EQ(cohere2.for_layer(0).rotary->head_dim, 128);
+
+  const HfScheme modernbert = read_hf_config(R"({"model_type": "modernbert", "hidden_size": 768,
+    "num_attention_heads": 12, "num_hidden_layers": 6, "global_rope_theta": 160000.0, "local_rope_theta": 10000.0})");
+  EXPECT_EQ(modernbert.layer_types, (std::vector<std::string>{"full_attention", "sliding_attention",
+                                                               "sliding_attention", "full_attention",
+                                                               "sliding_attention", "sliding_attention"}));
+  EXPECT_EQ(modernbert.for_layer(3).rotary->base, 160000.0);
+  EXPECT_EQ(modernbert.for_layer(4).rotary->base, 10000.0);
+  expect_error([] { read_hf_config(R"({"model_type": "modernbert", "hidden_size": 768, "num_attention_heads": 12,
+    "num_hidden_layers": 6, "global_rope_theta": -1})"); },
+               "[hf] config.json: global_rope_theta must be > 0, got -1");
+}
+
 TEST(HfConfig, Biases) {
   const HfScheme bloom = read_hf_config(R"({"model_type": "bloom", "n_head": 16, "hidden_size": 1024})");
   EXPECT_EQ(bloom.scheme.bias->kind, HfBias::Kind::kAlibi);

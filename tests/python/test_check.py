@@ -396,6 +396,21 @@ def test_hf_config_alibi(tmp_path):
     assert r.stderr == "posenc: [check] the bias must have 8 heads (the config's), got 4\n"
 
 
+def test_hf_config_nope_layer_has_nothing_to_check(tmp_path):
+    # Cohere 2: RoPE on the sliding layers, none on every 4th (full attention).
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "cohere2", "hidden_size": 256, "num_attention_heads": 4,
+                                  "num_hidden_layers": 4, "rope_theta": 50000}))
+    path = save_npy(tmp_path, "t.npy", np.zeros((4, 64), dtype=np.float32))
+    r = run("check", "--hf-config", config, "--layer", 3, path)
+    assert r.returncode == 2
+    assert r.stderr == (f"posenc: [check] {config}: layer 3 (full_attention) has no positional encoding (NoPE): "
+                        "nothing to check; choose a layer with one\n")
+    inv = rref.default_inv_freq(64, 50000.0)
+    good = save_npy(tmp_path, "good.npy", rope_cos_sin(range(16), inv).astype(np.float32))
+    assert run_json("check", "--hf-config", config, "--layer", 2, good)["matches"]
+
+
 def test_options_the_kind_does_not_read_are_refused(tmp_path):
     path = save_npy(tmp_path, "b.npy", np.zeros((2, 3, 3), dtype=np.float32))
     r = run("check", "alibi", path, "--base", 500)

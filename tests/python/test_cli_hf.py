@@ -130,4 +130,11 @@ def test_bad_configs(tmp_path):
     r = run("table", "rope", "--hf-config", gemma, "--layer", 6, "--positions", 4, "--out", tmp_path / "x.npy")
     assert r.returncode == 2
     assert r.stderr.rstrip("\n") == ("posenc: " + f"[hf] {gemma}: layer 6 is out of range: the config has 6 layers (layer_types)")
+    smollm3 = write(tmp_path, {"model_type": "smollm3", "hidden_size": 256, "num_attention_heads": 4,
+                               "num_hidden_layers": 4}, "smollm3.json")
+    r = run("table", "rope", "--hf-config", smollm3, "--layer", 3, "--positions", 4, "--out", tmp_path / "x.npy")
+    assert r.returncode == 2
+    assert r.stderr.rstrip("\n") == ("posenc: " + f"[table] {smollm3}: layer 3 of model_type 'smollm3' (no_rope) has "
+                                     "no rotary embedding (it uses no positional encoding): choose a layer with one "
+                                     "(--layer)")
     assert not (tmp_path / "x.npy").exists()

@@ -278,6 +278,140 @@ def test_gptj_rotary_dim_interleaved():
     check_tables(r, ref.default_inv_freq(64, 10000.0), 1.0, POS)
 
 
+# Families that read like Llama but for their config class's defaults and their layout (each default below
+# is HF's: OLMo/Granite/StarCoder2 theta 10000; StableLM partial 0.25; Persimmon theta 25000 and partial 0.5;
+# Nemotron partial 0.5; GLM/GLM-4 partial 0.5, head_dim 128, pairs; Cohere pairs, v5's theta 500000).
+@pytest.mark.parametrize("config,head_dim,rotary_dim,base,layout", [
+    ({"model_type": "olmo2", "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000,
+      "max_position_embeddings": 4096}, 128, 128, 500000.0, "half"),
+    ({"model_type": "olmo", "hidden_size": 2048, "num_attention_heads": 16}, 128, 128, 10000.0, "half"),
+    ({"model_type": "granite", "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 10000000.0,
+      "attention_multiplier": 0.0078125}, 128, 128, 1e7, "half"),
+    ({"model_type": "granitemoe", "hidden_size": 1024, "num_attention_heads": 16}, 64, 64, 10000.0, "half"),
+    ({"model_type": "starcoder2", "hidden_size": 3072, "num_attention_heads": 24, "rope_theta": 999999.4420358813,
+      "sliding_window": 4096}, 128, 128, 999999.4420358813, "half"),
+    ({"model_type": "stablelm", "hidden_size": 2560, "num_attention_heads": 32}, 80, 20, 10000.0, "half"),
+    ({"model_type": "persimmon", "hidden_size": 4096, "num_attention_heads": 64}, 64, 32, 25000.0, "half"),
+    ({"model_type": "nemotron", "hidden_size": 6144, "num_attention_heads": 48, "head_dim": None,
+      "rope_theta": 10000}, 128, 64, 10000.0, "half"),
+    ({"model_type": "glm4", "hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 10000}, 128, 64, 10000.0,
+     "interleaved"),
+    ({"model_type": "glm", "hidden_size": 4096, "num_attention_heads": 16, "head_dim": 128,
+      "partial_rotary_factor": 0.5}, 128, 64, 10000.0, "interleaved"),
+    ({"model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64, "rope_theta": 8000000.0,
+      "use_qk_norm": True}, 128, 128, 8e6, "interleaved"),
+    ({"model_type": "cohere", "hidden_size": 4096, "num_attention_heads": 32}, 128, 128, 500000.0, "interleaved"),
+], ids=lambda v: v["model_type"] if isinstance(v, dict) else None)
+def test_rotary_families_by_their_defaults(config, head_dim, rotary_dim, base, layout):
+    s = scheme(config)
+    r = s.rotary
+    assert (r.head_dim, r.rotary_dim, r.base, r.layout, r.scaling) == (head_dim, rotary_dim, base, layout, None)
+    assert s.layer_types == [] and s.bias is None and s.absolute is None
+    check_tables(r, ref.default_inv_freq(rotary_dim, base), 1.0, POS)
+
+
+def test_stablelm_scaling_over_its_rotary_channels():
+    r = scheme({"model_type": "stablelm", "hidden_size": 2048, "num_attention_heads": 32,
+                "partial_rotary_factor": 0.25, "rope_scaling": {"type": "linear", "factor": 2.0}}).rotary
+    assert (r.head_dim, r.rotary_dim, r.scaling) == (64, 16, {"rope_type": "linear", "factor": 2.0})
+    check_tables(r, ref.hf_linear(16, 10000.0, 2.0)[0], 1.0, POS)
+
+
+def nope_layers(s):
+    return [i for i in range(len(s.layer_types)) if s.for_layer(i).rotary is None]
+
+
+def test_cohere2_rope_on_sliding_layers_only():
+    cfg = {"model_type": "cohere2", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 999,
+           "num_hidden_layers": 8, "rope_theta": 50000, "sliding_window": 4096, "sliding_window_pattern": 4,
+           "position_embedding_type": "rope_gptj", "rotary_pct": 1.0}
+    s = scheme(cfg)
+    assert s.layer_types == ["sliding_attention"] * 3 + ["full_attention"] + ["sliding_attention"] * 3 + \
+        ["full_attention"]
+    assert nope_layers(s) == [3, 7]
+    r = s.for_layer(0).rotary
+    assert (r.head_dim, r.rotary_dim, r.base, r.layout) == (128, 128, 50000.0, "interleaved")  # hidden / heads
+    check_tables(r, ref.default_inv_freq(128, 50000.0), 1.0, POS)
+    assert "full_attention (2 layers): no positional encoding" in repr(s)
+    # sliding_window null: HF applies RoPE on no layer at all.
+    assert nope_layers(scheme({**cfg, "sliding_window": None})) == list(range(8))
+    # layer_types given: they decide.
+    assert nope_layers(scheme({**cfg, "layer_types": ["full_attention", "sliding_attention"],
+                               "num_hidden_layers": 2})) == [0]
+
+
+def test_exaone4_nope_on_full_layers_when_hybrid():
+    cfg = {"model_type": "exaone4", "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128,
+           "num_hidden_layers": 8, "rope_theta": 1000000.0, "sliding_window": 4096, "sliding_window_pattern": 4}
+    s = scheme(cfg)
+    assert nope_layers(s) == [3, 7]
+    assert s.for_layer(0).rotary.base == 1e6
+    # No window: RoPE everywhere, one scheme.
+    plain = scheme({**cfg, "sliding_window": None})
+    assert plain.layer_types == [] and plain.rotary.head_dim == 128
+
+
+def test_olmo3_scaling_on_full_layers_only():
+    yarn = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192,
+            "beta_fast": 32, "beta_slow": 1, "attention_factor": 1.2079441541679836}
+    s = scheme({"model_type": "olmo3", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 8,
+                "rope_theta": 500000, "max_position_embeddings": 65536, "sliding_window": 4096,
+                "rope_scaling": yarn})
+    assert [i for i, t in enumerate(s.layer_types) if t == "full_attention"] == [3, 7]
+    assert s.for_layer(0).rotary.scaling is None and s.for_layer(0).rotary.base == 500000.0
+    full = s.for_layer(3).rotary
+    assert full.scaling["rope_type"] == "yarn" and full.scaling["factor"] == 8.0
+    # Without rope_theta: v5's default, 500000.
+    assert scheme({"model_type": "olmo3", "hidden_size": 256, "num_attention_heads": 4,
+                   "num_hidden_layers": 4}).rotary.base == 500000.0
+
+
+def test_smollm3_no_rope_layers():
+    cfg = {"model_type": "smollm3", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 8,
+           "rope_theta": 5000000.0}
+    s = scheme(cfg)
+    assert s.layer_types == ["rope", "rope", "rope", "no_rope"] * 2
+    assert nope_layers(s) == [3, 7]
+    check_tables(s.for_layer(0).rotary, ref.default_inv_freq(128, 5e6), 1.0, POS)
+    explicit = scheme({**cfg, "no_rope_layers": [1, 0, 1, 1, 1, 1, 1, 0]})
+    assert nope_layers(explicit) == [1, 7]
+    assert scheme({**cfg, "no_rope_layer_interval": 2}).layer_types == ["rope", "no_rope"] * 4
+    assert scheme({"model_type": "smollm3", "hidden_size": 256, "num_attention_heads": 4,
+                   "num_hidden_layers": 4}).rotary.base == 2e6  # the config class's default
+
+
+def test_modernbert_global_and_local_theta():
+    cfg = {"model_type": "modernbert", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 22,
+           "global_attn_every_n_layers": 3, "global_rope_theta": 160000.0, "local_rope_theta": 10000.0,
+           "local_attention": 128, "max_position_embeddings": 8192}
+    s = scheme(cfg)
+    assert [i for i, t in enumerate(s.layer_types) if t == "full_attention"] == list(range(0, 22, 3))
+    glob, local = s.for_layer(0).rotary, s.for_layer(1).rotary
+    assert (glob.head_dim, glob.base, local.base) == (64, 160000.0, 10000.0)
+    check_tables(glob, ref.default_inv_freq(64, 160000.0), 1.0, POS)
+    check_tables(local, ref.default_inv_freq(64, 10000.0), 1.0, POS)
+    # local_rope_theta null: the global one (HF v4's fallback).
+    assert scheme({**cfg, "local_rope_theta": None}).for_layer(1).rotary.base == 160000.0
+
+
+def test_hybrid_families_refuse_what_is_not_theirs():
+    base = {"model_type": "smollm3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 4}
+    with pytest.raises(ValueError) as e:
+        scheme({**base, "no_rope_layers": [1, 0, 1]})
+    assert str(e.value) == "[hf] config: no_rope_layers must have one entry per layer (num_hidden_layers = 4), got 3"
+    with pytest.raises(ValueError) as e:
+        scheme({**base, "no_rope_layers": [1, 0, 2, 1]})
+    assert str(e.value) == "[hf] config: no_rope_layers must hold 0 (NoPE) or 1 (RoPE), got 2"
+    with pytest.raises(ValueError) as e:
+        scheme({"model_type": "cohere2", "hidden_size": 256, "num_attention_heads": 4,
+                "layer_types": ["sliding_attention", "chunked_attention"]})
+    assert str(e.value) == ("[hf] config: layer_types must hold sliding_attention or full_attention, got "
+                            "'chunked_attention'")
+    with pytest.raises(ValueError) as e:
+        scheme({"model_type": "cohere2", "hidden_size": 256, "num_attention_heads": 4})
+    assert str(e.value) == "[hf] config: num_hidden_layers is required for model_type 'cohere2'"
+
+
 def test_falcon_rotary_or_alibi():
     r = scheme({"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "alibi": False,
                 "rope_theta": 10000.0}).rotary
