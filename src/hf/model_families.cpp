@@ -250,6 +250,15 @@ void read_gpt2(const Fields& f, const std::string&, HfScheme& out) {
                                    positive(f, {"n_embd"}).value_or(768)};
 }
 
+// Llama 4: interleaved RoPE with NoPE layers, but on those layers HF scales the queries by
+// log1p(floor((p + 1) / floor_scale)) * attn_scale + 1 of the absolute position p (attn_temperature_tuning),
+// a positional term no posenc module computes: refused rather than read without it.
+void refuse_llama4(const Fields& f, const std::string& model_type, HfScheme&) {
+  refuse_config(f.source(), "model_type '", model_type, "': Llama 4's NoPE layers scale the queries by a function "
+                "of the absolute position (attn_temperature_tuning), which posenc does not compute; its RoPE layers "
+                "alone would be a wrong scheme");
+}
+
 using Reader = void (*)(const Fields&, const std::string&, HfScheme&);
 
 struct Family {
@@ -277,7 +286,7 @@ constexpr Family kFamilies[] = {
     {"persimmon", read_with_defaults},  {"nemotron", read_with_defaults},   {"glm", read_with_defaults},
     {"glm4", read_with_defaults},       {"cohere", read_with_defaults},     {"cohere2", read_cohere2},
     {"exaone4", read_exaone4},          {"olmo3", read_olmo3},              {"smollm3", read_smollm3},
-    {"modernbert", read_modernbert},
+    {"modernbert", read_modernbert},    {"llama4", refuse_llama4},          {"llama4_text", refuse_llama4},
 };
 
 }  // namespace

@@ -531,8 +531,15 @@ def test_errors_name_key_value_and_place():
 
 def test_unknown_model_type_refused():
     with pytest.raises(RuntimeError) as e:
-        scheme({"model_type": "llama4", "hidden_size": 64})
-    assert str(e.value).startswith("[hf] config: model_type 'llama4' is not one posenc reads (llama, mistral,")
+        scheme({"model_type": "mamba", "hidden_size": 64})
+    assert str(e.value).startswith("[hf] config: model_type 'mamba' is not one posenc reads (llama, mistral,")
+    # Llama 4 is known, and refused for a stated reason.
+    with pytest.raises(RuntimeError) as e:
+        scheme({"model_type": "llama4", "text_config": {"model_type": "llama4_text", "hidden_size": 5120,
+                                                        "num_attention_heads": 40, "attn_temperature_tuning": True}})
+    assert str(e.value) == ("[hf] config: model_type 'llama4': Llama 4's NoPE layers scale the queries by a function "
+                            "of the absolute position (attn_temperature_tuning), which posenc does not compute; its "
+                            "RoPE layers alone would be a wrong scheme")
 
 
 def test_layer_and_file_errors(tmp_path):
