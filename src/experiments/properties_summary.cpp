@@ -23,6 +23,7 @@
 #include "holm_family.h"
 #include "json_numbers.h"
 #include "properties_format.h"
+#include "properties_groups.h"
 
 namespace posenc::experiments {
 namespace {
@@ -304,6 +305,10 @@ std::string summarize_properties(const fs::path& suite_dir) {
   add_holm_p(comparisons, "task");
   j["comparisons"] = comparisons;
 
+  std::vector<GroupMember> members;
+  for (const Row& r : rows) members.push_back({r.encoding, group_of(r.encoding), &r.scores});
+  j["group_comparisons"] = group_comparisons(members, tasks);
+
   // Across encodings: a probe's mean against a task's mean score (encodings that have both).
   ordered_json correlations = ordered_json::array();
   for (const std::string& t : tasks) {
@@ -378,6 +383,13 @@ std::string properties_table(const std::string& summary) {
                 "comparisons, correlations)\n",
                 j.at("comparisons").size(), static_cast<long long>(significant), static_cast<long long>(after_holm));
   out += line;
+  for (const json& g : j.value("group_comparisons", json::array())) {
+    std::snprintf(line, sizeof line, "groups: %s, %s %.3f vs %s %.3f (means over their encodings), b - a %+.3f, "
+                  "p %.3g\n", g.at("task").get<std::string>().c_str(), g.at("a").get<std::string>().c_str(),
+                  g.at("mean_a").get<double>(), g.at("b").get<std::string>().c_str(), g.at("mean_b").get<double>(),
+                  -g.at("mean_difference").get<double>(), g.at("p").is_number() ? g.at("p").get<double>() : NAN);
+    out += line;
+  }
   for (const json& s : j.value("stopping", json::array())) {
     std::snprintf(line, sizeof line, "stopping: %s stopped early in %lld of %lld runs, best at its %lld-step cap in %lld",
                   s.at("stage").get<std::string>().c_str(), static_cast<long long>(s.at("stopped_early").get<int64_t>()),

@@ -137,6 +137,25 @@ std::string reference_row(const json& rows, const std::string& requested) {
   fail_argument(kOp, "reference must be an encoding of the summary (", names, "), got '", requested, "'");
 }
 
+// Wang et al.'s comparison, by group: "| lexname | absolute / relative | 0.803 (3) | 0.806 (6) | +0.003 (p 0.167,
+// Holm 0.167) |". Only for summaries that have it.
+std::string groups_markdown(const json& groups) {
+  if (groups.empty()) return "";
+  std::ostringstream out;
+  out << "\nBy group: per seed, the mean test score of each group's encodings (how many in parentheses), and a "
+         "paired t-test over the seeds every encoding of both groups has: a test of these encodings' average, "
+         "not of every absolute or relative encoding there could be. Holm over the group pairs of the task.\n\n"
+         "| task | groups a / b | a | b | b − a |\n|---|---|---|---|---|\n";
+  for (const json& g : groups) {
+    out << "| " << g.at("task").get<std::string>() << " | " << g.at("a").get<std::string>() << " / "
+        << g.at("b").get<std::string>() << " | " << format("%.3f", g.at("mean_a").get<double>()) << " ("
+        << g.at("encodings_a").get<int64_t>() << ") | " << format("%.3f", g.at("mean_b").get<double>()) << " ("
+        << g.at("encodings_b").get<int64_t>() << ") | " << format("%+.3f", -g.at("mean_difference").get<double>())
+        << " (" << p_text(g) << ") |\n";
+  }
+  return out.str();
+}
+
 // Each run's test score, in seed order: what a mean ± sd over 5 seeds hides (a task that some seeds solve and
 // others do not). Only for summaries that keep the values.
 std::string per_seed_markdown(const json& rows, const std::vector<std::string>& tasks) {
@@ -235,6 +254,7 @@ std::string properties_markdown(const json& j, const std::string& requested_refe
     }
   }
 
+  out << groups_markdown(j.value("group_comparisons", json::array()));
   out << per_seed_markdown(rows, tasks);
   out << fit_markdown(rows, tasks);
 

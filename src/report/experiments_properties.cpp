@@ -64,6 +64,16 @@ struct StageStops {
   std::optional<double> last_interval_gain;  // null when no run has its curves; absent from older summaries
 };
 
+// Wang et al.'s comparison by group: per seed the mean score of each group's encodings, paired over seeds.
+struct GroupComparison {
+  std::string task, a, b;
+  int64_t encodings_a = 0, encodings_b = 0;
+  double mean_a = 0, mean_b = 0, mean_difference = 0;  // a - b
+  std::optional<double> p;
+  int64_t seeds = 0;
+  std::optional<double> p_holm;
+};
+
 struct Properties {
   int64_t runs = 0, seeds = 0;
   std::string pretraining_metric;
@@ -74,6 +84,7 @@ struct Properties {
   std::vector<Comparison> comparisons;
   std::vector<Correlation> correlations;
   std::vector<StageStops> stopping;
+  std::vector<GroupComparison> groups;  // empty for summaries written before them
 };
 
 bool known(const std::vector<std::string>& names, const std::string& name) {
@@ -190,6 +201,24 @@ Properties parse(const Json& j, const SummaryReader& r) {
       if (value && !(*value >= 0 && *value <= 1)) r.invalid(field_path(path, key));
     }
     p.correlations.push_back(std::move(cor));
+  }
+  if (j.contains("group_comparisons")) {
+    const Json& groups = r.array(j, "group_comparisons", "");
+    for (size_t k = 0; k < groups.size(); ++k) {
+      const std::string path = item_path("group_comparisons", k);
+      const Json& g = groups[k];
+      GroupComparison c{r.text(g, "task", path),           r.text(g, "a", path),
+                        r.text(g, "b", path),              r.count(g, "encodings_a", path),
+                        r.count(g, "encodings_b", path),   r.number(g, "mean_a", path),
+                        r.number(g, "mean_b", path),       r.number(g, "mean_difference", path),
+                        r.number_or_null(g, "p", path),    r.count(g, "seeds", path),
+                        r.number_or_null(g, "p_holm", path, true)};
+      if (!known(task_names, c.task)) r.invalid(field_path(path, "task"));
+      for (const auto& [value, key] : {std::pair{c.p, "p"}, std::pair{c.p_holm, "p_holm"}}) {
+        if (value && !(*value >= 0 && *value <= 1)) r.invalid(field_path(path, key));
+      }
+      p.groups.push_back(std::move(c));
+    }
   }
   if (j.contains("stopping")) {
     const Json& stopping = r.array(j, "stopping", "");
@@ -399,6 +428,26 @@ std::string stopping_table(const Properties& p) {
   return h + "</table>\n";
 }
 
+// Per task, each pair of groups: their means over their encodings and the paired test of the difference.
+std::string group_table(const Properties& p) {
+  std::string h = "<h4>By group</h4>\n<p class=\"meta\">Wang et al.'s comparison: per seed, the mean test score "
+                  "of each group's encodings (how many in parentheses), and a paired t-test over the seeds every "
+                  "encoding of both groups has (a test of these encodings' average, not of every absolute or "
+                  "relative encoding there could be); * p &lt; 0.05, &dagger; also after Holm's correction over the "
+                  "task's group pairs.</p>\n<table>\n<tr><th class=\"name\">task</th><th class=\"name\">a</th>"
+                  "<th>mean a</th><th class=\"name\">b</th><th>mean b</th><th>b &minus; a</th><th>p</th>"
+                  "<th>seeds</th></tr>\n";
+  for (const GroupComparison& g : p.groups) {
+    h += "<tr><td class=\"name\">" + escape_html(g.task) + "</td><td class=\"name\">" + escape_html(g.a) +
+         "</td><td>" + fixed_text(g.mean_a, 3) + " (" + std::to_string(g.encodings_a) + ")</td><td class=\"name\">" +
+         escape_html(g.b) + "</td><td>" + fixed_text(g.mean_b, 3) + " (" + std::to_string(g.encodings_b) +
+         ")</td><td>" + fixed_text(-g.mean_difference, 3) + "</td>" +
+         p_cell(g.p, g.p_holm, escape_html(g.b) + " &minus; " + escape_html(g.a)) + "<td>" + std::to_string(g.seeds) +
+         "</td></tr>\n";
+  }
+  return h + "</table>\n";
+}
+
 constexpr const char* kHowToRead = R"(<div class="how"><p><b>How to read this.</b> Every encoding was
 pretrained once per seed as a masked language model, then each task was learned on top of it; a score is
 the test-split score, the mean &plusmn; the sample standard deviation over seeds, the best of each column in
@@ -454,6 +503,7 @@ ExperimentSection render_properties(const Json& summary, const SummaryReader& re
     h += "<p class=\"meta\">Paired t-test p-values, row against column (marked: p &lt; 0.05):</p>\n";
     h += p_matrix(p, k);
   }
+  if (!p.groups.empty()) h += group_table(p);
   h += "<h4>Indicators</h4>\n<p class=\"meta\">Mean &plusmn; sd over seeds; n/a: the encoding has no "
        "position table to read them from.</p>\n";
   h += indicator_table(p);

@@ -267,6 +267,20 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     for k, c in enumerate(ranked):
         running = max(running, min(1.0, (6 - k) * c["p"]))
         assert math.isclose(c["p_holm"], running, rel_tol=1e-12)
+    # By group: learned is the absolute group, shaw and rope the relative one ("none" is not compared); per seed
+    # the mean of each group's scores, then the same paired test.
+    [group] = summary["group_comparisons"]
+    relative = [(x + y) / 2 for x, y in zip(scores["shaw"], scores["rope"])]
+    d = [x - y for x, y in zip(scores["learned"], relative)]
+    mean = sum(d) / 3
+    t = mean / (math.sqrt(sum((x - mean) ** 2 for x in d) / 2) / math.sqrt(3))
+    assert (group["task"], group["a"], group["b"], group["encodings_a"], group["encodings_b"], group["seeds"]) == \
+        ("lexname", "absolute", "relative", 1, 2, 3)
+    assert math.isclose(group["mean_b"], sum(relative) / 3, rel_tol=1e-14)
+    assert math.isclose(group["mean_difference"], mean, rel_tol=1e-12, abs_tol=1e-15)
+    assert math.isclose(group["t"], t, rel_tol=1e-9)
+    assert math.isclose(group["p"], student_t_two_sided(t, 2), rel_tol=1e-6, abs_tol=1e-10)
+    assert group["p_holm"] == group["p"]  # one group pair per task
     correlation = next(c for c in summary["correlations"]
                        if c["property"] == "identical_word_attention.monotonicity")
     assert correlation["encodings"] == 4 and math.isclose(correlation["spearman"], 1.0, rel_tol=1e-12)

@@ -247,6 +247,30 @@ TEST(ExperimentsProperties, HolmAdjustedPMarked) {
   EXPECT_NE(h.find("&dagger; marks the pairs"), std::string::npos);  // the paragraph on how to read it
 }
 
+// The group comparison, where the summary has it: the two means with their encoding counts, b - a, the p cell.
+TEST(ExperimentsProperties, GroupTable) {
+  Json j = fixture("properties_summary.json");
+  EXPECT_EQ(properties().html.find("<h4>By group</h4>"), std::string::npos);  // an older summary: no table
+  j["group_comparisons"] = Json::parse(R"([{"task": "lexname", "a": "absolute", "b": "relative", "encodings_a": 1,
+    "encodings_b": 1, "mean_a": 0.61, "mean_b": 0.64, "mean_difference": -0.03, "t": -5.2, "p": 0.035, "seeds": 3,
+    "p_holm": 0.105}])");
+  const std::string h = render_experiment(j, kSource, "props", "props").html;
+  EXPECT_NE(h.find("<h4>By group</h4>"), std::string::npos);
+  EXPECT_NE(h.find("<tr><td class=\"name\">lexname</td><td class=\"name\">absolute</td><td>0.610 (1)</td>"
+                   "<td class=\"name\">relative</td><td>0.640 (1)</td><td>0.030</td><td class=\"significant\" "
+                   "title=\"relative &minus; absolute, Holm&#39;s adjusted p = 0.105\">0.035 *</td><td>3</td></tr>"),
+            std::string::npos)
+      << h;
+  j["group_comparisons"][0]["p_holm"] = -0.5;
+  try {
+    render_experiment(j, kSource, "props", "props");
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing or invalid field 'group_comparisons[0].p_holm'"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ExperimentsProperties, CorrelationsTable) {
   const std::string& h = properties().html;
   EXPECT_NE(h.find("<tr><td class=\"name\">lexname</td><td class=\"name\">identical-word attention</td>"
