@@ -88,7 +88,8 @@ RopeTableOptions::Resolved RopeTableOptions::resolve(std::string_view op, const 
     const char* uses = layer.bias ? (layer.bias->kind == hf::HfBias::Kind::kAlibi ? "ALiBi" : "a T5 bias")
                        : layer.absolute ? "a learned absolute table"
                        : layer.relative ? "relative position vectors"
-                                        : "no positional encoding";
+                       : layer.query_temperature ? "only a query temperature by position"
+                                                 : "no positional encoding";
     if (!scheme.layer_types.empty()) {
       fail_argument(op, hf_config_, ": layer ", layer_, " of model_type '", scheme.model_type, "' (",
                     scheme.layer_types[static_cast<size_t>(layer_)], ") has no rotary embedding (it uses ", uses,

@@ -10,6 +10,8 @@
   ``for_layer("decoder")`` gives the decoder's);
 * ``absolute``: LearnedEncoding (BERT, GPT-2);
 * ``relative``: ShawRelative (BERT relative_key / relative_key_query);
+* ``query_temperature``: QueryTemperature (Llama 4's NoPE layers scale their
+  queries by position);
 
 and ``for_layer(i)``, the scheme of layer i for models whose layer types
 differ (Gemma 3: sliding-window layers at rope_local_base_freq). The config
@@ -95,6 +97,14 @@ def _relative(r):
                             key_logits=r["kind"] == "relative_key_query")
 
 
+def _query_temperature(t):
+    import posenc.nn as pnn
+
+    if t is None:
+        return None
+    return pnn.QueryTemperature(t["floor_scale"], t["attn_scale"])
+
+
 class LayerScheme:
     """One layer's modules (each None when the layer does not use that point)."""
 
@@ -104,6 +114,7 @@ class LayerScheme:
         self.bias = _bias(description["bias"])
         self.absolute = _absolute(description["absolute"])
         self.relative = _relative(description["relative"])
+        self.query_temperature = _query_temperature(description.get("query_temperature"))
 
     def _parts(self):
         d = self.description
@@ -134,6 +145,9 @@ class LayerScheme:
             r = d["relative"]
             parts.append(f"{r['kind']}(max_position_embeddings={r['max_position_embeddings']}, "
                          f"head_dim={r['head_dim']})")
+        if d.get("query_temperature") is not None:
+            t = d["query_temperature"]
+            parts.append(f"query temperature(floor_scale={t['floor_scale']:g}, attn_scale={t['attn_scale']:g})")
         return parts or ["no positional encoding"]
 
     def __repr__(self):

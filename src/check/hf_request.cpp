@@ -43,8 +43,9 @@ void apply_hf_config(const std::string& path, int64_t layer, CheckRequest& reque
     return;
   }
   if (!s.relative && !config.layer_types.empty()) {
-    fail_argument("check", path, ": layer ", layer, " (", config.layer_types[static_cast<size_t>(layer)],
-                  ") has no positional encoding (NoPE): nothing to check; choose a layer with one");
+    fail_argument("check", path, ": layer ", layer, " (", config.layer_types[static_cast<size_t>(layer)], ") has ",
+                  s.query_temperature ? "no rotary, only a query temperature by position" : "no positional encoding",
+                  " (NoPE): nothing to check; choose a layer with one");
   }
   fail_argument("check", path, ": no positional scheme posenc can check");
 }

@@ -89,7 +89,7 @@ void read_with_context(const Fields& f, const RotaryContext& ctx, HfScheme& out)
       RotaryContext c = ctx;
       if (t == "full_attention" && f.has("global_head_dim")) c.head_dim = *positive(f, {"global_head_dim"});
       const std::optional<Fields> inner = dict->object(t);
-      return HfLayerScheme{read_rotary(c, inner), {}, {}, {}};
+      return HfLayerScheme{read_rotary(c, inner), {}, {}, {}, {}};
     }, f);
     return;
   }

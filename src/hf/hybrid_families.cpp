@@ -1,5 +1,6 @@
 #include "hybrid_families.h"
 
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -57,7 +58,7 @@ void read_cohere2(const Fields& f, const std::string& model_type, HfScheme& out)
   const bool windowed = !window_is_null(f);
   set_layer_types(out, types, [&](const std::string& t) {
     if (t != "sliding_attention" || !windowed) return kNoPositions;
-    return HfLayerScheme{read_rotary(ctx, dict_for(dict, types, t)), {}, {}, {}};
+    return HfLayerScheme{read_rotary(ctx, dict_for(dict, types, t)), {}, {}, {}, {}};
   }, f);
 }
 
@@ -76,7 +77,7 @@ void read_exaone4(const Fields& f, const std::string& model_type, HfScheme& out)
   const bool windowed = !window_is_null(f);
   set_layer_types(out, types, [&](const std::string& t) {
     if (t == "full_attention" && windowed) return kNoPositions;
-    return HfLayerScheme{read_rotary(ctx, dict_for(dict, types, t)), {}, {}, {}};
+    return HfLayerScheme{read_rotary(ctx, dict_for(dict, types, t)), {}, {}, {}, {}};
   }, f);
 }
 
@@ -92,7 +93,7 @@ void read_olmo3(const Fields& f, const std::string& model_type, HfScheme& out) {
     return;
   }
   set_layer_types(out, types, [&](const std::string& t) {
-    return HfLayerScheme{read_rotary(ctx, t == "full_attention" ? dict : std::nullopt), {}, {}, {}};
+    return HfLayerScheme{read_rotary(ctx, t == "full_attention" ? dict : std::nullopt), {}, {}, {}, {}};
   }, f);
 }
 
@@ -118,7 +119,55 @@ void read_smollm3(const Fields& f, const std::string& model_type, HfScheme& out)
   }
   const std::optional<Fields> dict = rope_dict(f);
   set_layer_types(out, types, [&](const std::string& t) {
-    return t == "rope" ? HfLayerScheme{read_rotary(ctx, dict), {}, {}, {}} : kNoPositions;
+    return t == "rope" ? HfLayerScheme{read_rotary(ctx, dict), {}, {}, {}, {}} : kNoPositions;
+  }, f);
+}
+
+// Llama 4 (the text model): interleaved RoPE (complex pairs) except on the layers no_rope_layers marks 0
+// (default: every no_rope_layer_interval-th, 4); on those, with attn_temperature_tuning (default true),
+// the queries are scaled by position (HfQueryTemperature). HF's layer types: chunked_attention with RoPE,
+// full_attention without. head_dim defaults to 128, rope_theta to 500000.
+void read_llama4(const Fields& f, const std::string& model_type, HfScheme& out) {
+  RotaryContext ctx = base_context(f, 500000.0);
+  ctx.head_dim = positive(f, {"head_dim"}).value_or(128);
+  ctx.layout = kernels::RopeLayout::kInterleaved;
+  const int64_t layers = required(f, {"num_hidden_layers"}, model_type);
+  std::vector<int64_t> use_rope = f.integers("no_rope_layers");
+  if (use_rope.empty()) {  // HF: an empty or null list takes the interval rule
+    const int64_t interval = positive(f, {"no_rope_layer_interval"}).value_or(4);
+    for (int64_t i = 0; i < layers; ++i) use_rope.push_back((i + 1) % interval != 0 ? 1 : 0);
+  }
+  if (static_cast<int64_t>(use_rope.size()) != layers) {
+    f.fail("no_rope_layers", "must have one entry per layer (num_hidden_layers = ", layers, "), got ",
+           use_rope.size());
+  }
+  // A flag HF tests for truth: true/false, or a number (nonzero is true).
+  bool tuning = true;
+  if (f.has("attn_temperature_tuning")) {
+    const Json& v = f.json().at("attn_temperature_tuning");
+    if (!v.is_boolean() && !v.is_number()) f.fail("attn_temperature_tuning", "must be true or false, got ", show(v));
+    tuning = v.is_boolean() ? v.get<bool>() : v.get<double>() != 0;
+  }
+  HfQueryTemperature temperature;
+  temperature.floor_scale = f.number("floor_scale").value_or(8192.0);
+  temperature.attn_scale = f.number("attn_scale").value_or(0.1);
+  if (!(std::isfinite(temperature.floor_scale) && temperature.floor_scale > 0)) {
+    f.fail("floor_scale", "must be > 0, got ", temperature.floor_scale);
+  }
+  if (!std::isfinite(temperature.attn_scale)) {
+    f.fail("attn_scale", "must be a finite number, got ", temperature.attn_scale);
+  }
+  std::vector<std::string> types;
+  for (const int64_t v : use_rope) {
+    if (v != 0 && v != 1) f.fail("no_rope_layers", "must hold 0 (NoPE) or 1 (RoPE), got ", v);
+    types.push_back(v == 1 ? "chunked_attention" : "full_attention");
+  }
+  const std::optional<Fields> dict = rope_dict(f);
+  set_layer_types(out, types, [&](const std::string& t) {
+    if (t == "chunked_attention") return HfLayerScheme{read_rotary(ctx, dict), {}, {}, {}, {}};
+    HfLayerScheme nope;
+    if (tuning) nope.query_temperature = temperature;
+    return nope;
   }, f);
 }
 
@@ -150,7 +199,7 @@ void read_modernbert(const Fields& f, const std::string& model_type, HfScheme& o
     const bool full = t == "full_attention";
     c.base = full ? global : local;
     c.base_key = full || local_null ? "global_rope_theta" : "local_rope_theta";
-    return HfLayerScheme{read_rotary(c, dict), {}, {}, {}};
+    return HfLayerScheme{read_rotary(c, dict), {}, {}, {}, {}};
   }, f);
 }
 

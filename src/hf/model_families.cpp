@@ -114,10 +114,10 @@ void read_gemma3(const Fields& f, const std::string& model_type, HfScheme& out) 
       RotaryContext c = ctx;
       c.base = local;
       c.base_key = "rope_local_base_freq";
-      return HfLayerScheme{read_rotary(c, std::nullopt), {}, {}, {}};
+      return HfLayerScheme{read_rotary(c, std::nullopt), {}, {}, {}, {}};
     }
     if (t != "full_attention") f.fail("layer_types", "must hold sliding_attention or full_attention, got '", t, "'");
-    return HfLayerScheme{read_rotary(ctx, dict), {}, {}, {}};
+    return HfLayerScheme{read_rotary(ctx, dict), {}, {}, {}, {}};
   }, f);
 }
 
@@ -218,7 +218,7 @@ void read_t5(const Fields& f, const std::string& model_type, HfScheme& out) {
   out.scheme.bias = b;
   out.by_layer_type.emplace("encoder", out.scheme);
   b.bidirectional = false;
-  out.by_layer_type.emplace("decoder", HfLayerScheme{{}, b, {}, {}});
+  out.by_layer_type.emplace("decoder", HfLayerScheme{{}, b, {}, {}, {}});
 }
 
 // BERT and its descendants: position_embedding_type absolute (a learned
@@ -250,15 +250,6 @@ void read_gpt2(const Fields& f, const std::string&, HfScheme& out) {
                                    positive(f, {"n_embd"}).value_or(768)};
 }
 
-// Llama 4: interleaved RoPE with NoPE layers, but on those layers HF scales the queries by
-// log1p(floor((p + 1) / floor_scale)) * attn_scale + 1 of the absolute position p (attn_temperature_tuning),
-// a positional term no posenc module computes: refused rather than read without it.
-void refuse_llama4(const Fields& f, const std::string& model_type, HfScheme&) {
-  refuse_config(f.source(), "model_type '", model_type, "': Llama 4's NoPE layers scale the queries by a function "
-                "of the absolute position (attn_temperature_tuning), which posenc does not compute; its RoPE layers "
-                "alone would be a wrong scheme");
-}
-
 using Reader = void (*)(const Fields&, const std::string&, HfScheme&);
 
 struct Family {
@@ -286,7 +277,7 @@ constexpr Family kFamilies[] = {
     {"persimmon", read_with_defaults},  {"nemotron", read_with_defaults},   {"glm", read_with_defaults},
     {"glm4", read_with_defaults},       {"cohere", read_with_defaults},     {"cohere2", read_cohere2},
     {"exaone4", read_exaone4},          {"olmo3", read_olmo3},              {"smollm3", read_smollm3},
-    {"modernbert", read_modernbert},    {"llama4", refuse_llama4},          {"llama4_text", refuse_llama4},
+    {"modernbert", read_modernbert},    {"llama4", read_llama4},            {"llama4_text", read_llama4},
 };
 
 }  // namespace

@@ -36,6 +36,11 @@ Json layer_json(const HfLayerScheme& l) {
   j["bias"] = nullptr;
   j["absolute"] = nullptr;
   j["relative"] = nullptr;
+  j["query_temperature"] = nullptr;
+  if (l.query_temperature) {
+    j["query_temperature"] = {{"floor_scale", l.query_temperature->floor_scale},
+                              {"attn_scale", l.query_temperature->attn_scale}};
+  }
   if (l.rotary) {
     const HfRotary& r = *l.rotary;
     Json x = {{"head_dim", r.head_dim},

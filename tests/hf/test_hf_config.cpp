@@ -209,6 +209,29 @@ TEST(HfConfig, HybridNopeAndPerLayerTheta) {
                "[hf] config.json: global_rope_theta must be > 0, got -1");
 }
 
+// Llama 4: RoPE on three layers of four, a query temperature by position on the fourth (Scout's values;
+// attn_temperature_tuning is the number 4 in its config, a truthy flag).
+TEST(HfConfig, Llama4QueryTemperatureOnNopeLayers) {
+  const HfScheme s = read_hf_config(R"({"model_type": "llama4", "text_config": {"model_type": "llama4_text",
+    "hidden_size": 5120, "num_attention_heads": 40, "head_dim": 128, "num_hidden_layers": 8,
+    "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0], "attn_temperature_tuning": 4, "floor_scale": 8192,
+    "attn_scale": 0.1, "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+    "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}})");
+  ASSERT_EQ(s.layer_types.size(), 8u);
+  EXPECT_EQ(s.layer_types[3], "full_attention");
+  EXPECT_EQ(s.layer_types[4], "chunked_attention");
+  EXPECT_EQ(s.for_layer(0).rotary->layout, posenc::kernels::RopeLayout::kInterleaved);
+  EXPECT_EQ(s.for_layer(0).rotary->scaling.type, RopeType::kLlama3);
+  EXPECT_FALSE(s.for_layer(0).query_temperature);
+  EXPECT_FALSE(s.for_layer(7).rotary);
+  ASSERT_TRUE(s.for_layer(7).query_temperature);
+  EXPECT_EQ(s.for_layer(7).query_temperature->floor_scale, 8192.0);
+  EXPECT_EQ(s.for_layer(7).query_temperature->attn_scale, 0.1);
+  expect_error([] { read_hf_config(R"({"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 4,
+    "num_hidden_layers": 4, "no_rope_layers": [1, 0]})"); },
+               "[hf] config.json: no_rope_layers must have one entry per layer (num_hidden_layers = 4), got 2");
+}
+
 TEST(HfConfig, Biases) {
   const HfScheme bloom = read_hf_config(R"({"model_type": "bloom", "n_head": 16, "hidden_size": 1024})");
   EXPECT_EQ(bloom.scheme.bias->kind, HfBias::Kind::kAlibi);

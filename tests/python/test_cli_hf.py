@@ -137,4 +137,11 @@ def test_bad_configs(tmp_path):
     assert r.stderr.rstrip("\n") == ("posenc: " + f"[table] {smollm3}: layer 3 of model_type 'smollm3' (no_rope) has "
                                      "no rotary embedding (it uses no positional encoding): choose a layer with one "
                                      "(--layer)")
+    llama4 = write(tmp_path, {"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 4,
+                              "num_hidden_layers": 4}, "llama4.json")
+    r = run("table", "rope", "--hf-config", llama4, "--layer", 3, "--positions", 4, "--out", tmp_path / "x.npy")
+    assert (r.returncode, r.stderr.rstrip("\n")) == (2, "posenc: " + f"[table] {llama4}: layer 3 of model_type "
+                                                     "'llama4_text' (full_attention) has no rotary embedding (it uses "
+                                                     "only a query temperature by position): choose a layer with one "
+                                                     "(--layer)")
     assert not (tmp_path / "x.npy").exists()

@@ -380,6 +380,74 @@ def test_smollm3_no_rope_layers():
                    "num_hidden_layers": 4}).rotary.base == 2e6  # the config class's default
 
 
+# Llama-4-Scout-17B-16E's text_config as published (attn_temperature_tuning is the number 4 there, a truthy flag).
+LLAMA4_SCOUT = {"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"], "text_config": {
+    "model_type": "llama4_text", "attention_chunk_size": 8192, "attn_scale": 0.1, "attn_temperature_tuning": 4,
+    "floor_scale": 8192, "for_llm_compressor": False, "head_dim": 128, "hidden_size": 5120,
+    "interleave_moe_layer_step": 1, "max_position_embeddings": 262144, "no_rope_layers": [1, 1, 1, 0] * 12,
+    "num_attention_heads": 40, "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 16,
+    "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "use_qk_norm": True}}
+
+
+def test_llama4_rope_layers_and_query_temperature():
+    s = scheme(LLAMA4_SCOUT)
+    assert s.layer_types == ["chunked_attention"] * 3 + ["full_attention"] + \
+        (["chunked_attention"] * 3 + ["full_attention"]) * 11
+    rope = s.for_layer(0).rotary
+    assert (rope.head_dim, rope.rotary_dim, rope.base, rope.layout) == (128, 128, 500000.0, "interleaved")
+    inv, af = ref.hf_llama3(128, 500000.0, 8.0, 1.0, 4.0, 8192)
+    check_tables(rope, inv, af, POS)
+    assert s.for_layer(0).query_temperature is None
+    nope = s.for_layer(3)
+    assert nope.rotary is None
+    t = nope.query_temperature
+    assert isinstance(t, pnn.QueryTemperature) and (t.floor_scale, t.attn_scale) == (8192.0, 0.1)
+    assert "full_attention (12 layers): query temperature(floor_scale=8192, attn_scale=0.1)" in repr(s)
+    # Without tuning the NoPE layers have nothing; the interval rule when no_rope_layers is empty.
+    text = dict(LLAMA4_SCOUT["text_config"], attn_temperature_tuning=False, no_rope_layers=[], num_hidden_layers=8,
+                no_rope_layer_interval=2)
+    plain = scheme({"model_type": "llama4_text", **text})
+    assert plain.layer_types == ["chunked_attention", "full_attention"] * 4
+    assert plain.for_layer(1).query_temperature is None and plain.for_layer(1).rotary is None
+    with pytest.raises(ValueError) as e:
+        scheme({"model_type": "llama4_text", **dict(text, floor_scale=0)})
+    assert str(e.value) == "[hf] config: floor_scale must be > 0, got 0"
+    with pytest.raises(ValueError) as e:
+        scheme({"model_type": "llama4_text", **dict(text, attn_temperature_tuning="yes")})
+    assert str(e.value) == '[hf] config: attn_temperature_tuning must be true or false, got "yes"'
+
+
+def test_query_temperature_module():
+    t = pnn.QueryTemperature(8192, 0.1)
+    p = [0, 1, 8190, 8191, 8192, 16383, 16384, 2 ** 20, 2 ** 40]
+    expected = [math.log(math.floor((x + 1) / 8192) + 1) * 0.1 + 1 for x in p]
+    got = t.scales(torch.tensor(p))
+    assert got.dtype == torch.float64
+    assert got.tolist() == pytest.approx(expected, rel=1e-15, abs=0)
+    q = torch.randn(2, 3, 5, 4, dtype=torch.float64)
+    pos = torch.tensor([0, 8191, 16383, 40000, 99999])
+    out = t(q, pos)
+    torch.testing.assert_close(out, q * t.scales(pos)[:, None], rtol=0, atol=0)
+    per_batch = torch.stack([pos, pos + 8192])
+    torch.testing.assert_close(t(q, per_batch)[1], q[1] * t.scales(pos + 8192)[:, None], rtol=0, atol=0)
+    assert t(q.float(), 5).dtype == torch.float32  # an int N: positions 0 .. N-1, all scaled by 1
+    torch.testing.assert_close(t(q.float(), 5), q.float(), rtol=0, atol=0)
+    qg = torch.randn(1, 2, 5, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: t(x, pos), (qg,))
+    with pytest.raises(ValueError, match=r"^\[QueryTemperature\] floor_scale must be > 0, got -1$"):
+        pnn.QueryTemperature(-1)
+    with pytest.raises(ValueError, match=r"^\[QueryTemperature\] positions must have shape \(T\) = \(5\) or "
+                                         r"\(B, T\), got \(4,\)$"):
+        t(q, torch.arange(4))
+    with pytest.raises(ValueError, match=r"^\[QueryTemperature\] positions must be >= 0, got -3$"):
+        t(q, torch.tensor([-3, 0, 1, 2, 3]))
+    with pytest.raises(TypeError, match=r"^\[QueryTemperature\] positions must be an integer tensor, got "
+                                        r"torch.float32$"):
+        t(q, torch.zeros(5))
+
+
 def test_modernbert_global_and_local_theta():
     cfg = {"model_type": "modernbert", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 22,
            "global_attn_every_n_layers": 3, "global_rope_theta": 160000.0, "local_rope_theta": 10000.0,
@@ -533,13 +601,7 @@ def test_unknown_model_type_refused():
     with pytest.raises(RuntimeError) as e:
         scheme({"model_type": "mamba", "hidden_size": 64})
     assert str(e.value).startswith("[hf] config: model_type 'mamba' is not one posenc reads (llama, mistral,")
-    # Llama 4 is known, and refused for a stated reason.
-    with pytest.raises(RuntimeError) as e:
-        scheme({"model_type": "llama4", "text_config": {"model_type": "llama4_text", "hidden_size": 5120,
-                                                        "num_attention_heads": 40, "attn_temperature_tuning": True}})
-    assert str(e.value) == ("[hf] config: model_type 'llama4': Llama 4's NoPE layers scale the queries by a function "
-                            "of the absolute position (attn_temperature_tuning), which posenc does not compute; its "
-                            "RoPE layers alone would be a wrong scheme")
+
 
 
 def test_layer_and_file_errors(tmp_path):

@@ -73,12 +73,21 @@ struct HfRelative {
   int64_t num_heads = 0;
 };
 
-// What one layer uses; any subset may be set (BERT: absolute; Falcon: rotary or bias).
+// Llama 4's NoPE layers (attn_temperature_tuning): the queries at absolute position p (from 0) are
+// multiplied by log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1 (Nakanishi 2025's scalable softmax,
+// by position): 1 up to floor_scale - 1, then growing with the log of the position.
+struct HfQueryTemperature {
+  double floor_scale = 8192.0;
+  double attn_scale = 0.1;
+};
+
+// What one layer uses; any subset may be set (BERT: absolute; Falcon: rotary or bias), or none (a NoPE layer).
 struct HfLayerScheme {
   std::optional<HfRotary> rotary;
   std::optional<HfBias> bias;
   std::optional<HfAbsolute> absolute;
   std::optional<HfRelative> relative;
+  std::optional<HfQueryTemperature> query_temperature;
 };
 
 struct HfScheme {

@@ -6,7 +6,8 @@ initialisations, error messages); docs/python_modules.md documents them.
 
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
                      LearnableSinusoidalEncoding
-    query/key        RotaryEmbedding, RotaryEmbeddingAxial, MultimodalRotaryEmbedding
+    query/key        RotaryEmbedding, RotaryEmbeddingAxial, MultimodalRotaryEmbedding, QueryTemperature (Llama 4's
+                     NoPE layers)
     logit bias       AlibiBias, T5Bias, AlibiBias2d, T5Bias2d, KerpleBias, FireBias, CopeBias, DynamicPositionBias,
                      ContinuousPositionBias2d
     relative vectors ShawRelative, SinusoidalRelative, TransformerXLRelative, Relative2d, DebertaRelative
@@ -33,6 +34,7 @@ from .dpb import ContinuousPositionBias2d, DynamicPositionBias
 from .registry import ENCODINGS, parse_encoding
 from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
 from .rotary import MultimodalRotaryEmbedding, RotaryEmbedding, RotaryEmbeddingAxial
+from .temperature import QueryTemperature
 
 __all__ = [
     "ENCODINGS",
@@ -48,6 +50,7 @@ __all__ = [
     "LearnedEncoding",
     "MultiheadAttention",
     "MultimodalRotaryEmbedding",
+    "QueryTemperature",
     "Relative2d",
     "RotaryEmbedding",
     "RotaryEmbeddingAxial",
