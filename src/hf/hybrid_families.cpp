@@ -40,6 +40,28 @@ std::optional<Fields> dict_for(const std::optional<Fields>& dict, const std::vec
   return dict;
 }
 
+// SmolLM3's and Llama 4's no_rope_layers as layer types: `with` where the entry is 1 (RoPE), `without` where
+// it is 0; absent or empty, every no_rope_layer_interval-th layer (4) is NoPE: (i + 1) % interval == 0.
+std::vector<std::string> rope_layer_types(const Fields& f, const std::string& model_type, const std::string& with,
+                                          const std::string& without) {
+  const int64_t layers = required(f, {"num_hidden_layers"}, model_type);
+  std::vector<int64_t> use_rope = f.integers("no_rope_layers");
+  if (use_rope.empty()) {
+    const int64_t interval = positive(f, {"no_rope_layer_interval"}).value_or(4);
+    for (int64_t i = 0; i < layers; ++i) use_rope.push_back((i + 1) % interval != 0 ? 1 : 0);
+  }
+  if (static_cast<int64_t>(use_rope.size()) != layers) {
+    f.fail("no_rope_layers", "must have one entry per layer (num_hidden_layers = ", layers, "), got ",
+           use_rope.size());
+  }
+  std::vector<std::string> types;
+  for (const int64_t v : use_rope) {
+    if (v != 0 && v != 1) f.fail("no_rope_layers", "must hold 0 (NoPE) or 1 (RoPE), got ", v);
+    types.push_back(v == 1 ? with : without);
+  }
+  return types;
+}
+
 }  // namespace
 
 // Cohere 2 (Command R7B): Cohere's interleaved RoPE on the sliding-window layers only; HF's attention
@@ -102,21 +124,7 @@ void read_olmo3(const Fields& f, const std::string& model_type, HfScheme& out) {
 void read_smollm3(const Fields& f, const std::string& model_type, HfScheme& out) {
   RotaryContext ctx = base_context(f, 2000000.0);
   ctx.head_dim = head_dim_of(f, model_type, {"hidden_size"}, {"num_attention_heads"});
-  const int64_t layers = required(f, {"num_hidden_layers"}, model_type);
-  std::vector<int64_t> use_rope = f.integers("no_rope_layers");
-  if (use_rope.empty()) {
-    const int64_t interval = positive(f, {"no_rope_layer_interval"}).value_or(4);
-    for (int64_t i = 0; i < layers; ++i) use_rope.push_back((i + 1) % interval != 0 ? 1 : 0);
-  }
-  if (static_cast<int64_t>(use_rope.size()) != layers) {
-    f.fail("no_rope_layers", "must have one entry per layer (num_hidden_layers = ", layers, "), got ",
-           use_rope.size());
-  }
-  std::vector<std::string> types;
-  for (const int64_t v : use_rope) {
-    if (v != 0 && v != 1) f.fail("no_rope_layers", "must hold 0 (NoPE) or 1 (RoPE), got ", v);
-    types.push_back(v == 1 ? "rope" : "no_rope");
-  }
+  const std::vector<std::string> types = rope_layer_types(f, model_type, "rope", "no_rope");
   const std::optional<Fields> dict = rope_dict(f);
   set_layer_types(out, types, [&](const std::string& t) {
     return t == "rope" ? HfLayerScheme{read_rotary(ctx, dict), {}, {}, {}, {}} : kNoPositions;
@@ -131,16 +139,6 @@ void read_llama4(const Fields& f, const std::string& model_type, HfScheme& out) 
   RotaryContext ctx = base_context(f, 500000.0);
   ctx.head_dim = positive(f, {"head_dim"}).value_or(128);
   ctx.layout = kernels::RopeLayout::kInterleaved;
-  const int64_t layers = required(f, {"num_hidden_layers"}, model_type);
-  std::vector<int64_t> use_rope = f.integers("no_rope_layers");
-  if (use_rope.empty()) {  // HF: an empty or null list takes the interval rule
-    const int64_t interval = positive(f, {"no_rope_layer_interval"}).value_or(4);
-    for (int64_t i = 0; i < layers; ++i) use_rope.push_back((i + 1) % interval != 0 ? 1 : 0);
-  }
-  if (static_cast<int64_t>(use_rope.size()) != layers) {
-    f.fail("no_rope_layers", "must have one entry per layer (num_hidden_layers = ", layers, "), got ",
-           use_rope.size());
-  }
   // A flag HF tests for truth: true/false, or a number (nonzero is true).
   bool tuning = true;
   if (f.has("attn_temperature_tuning")) {
@@ -157,11 +155,7 @@ void read_llama4(const Fields& f, const std::string& model_type, HfScheme& out) 
   if (!std::isfinite(temperature.attn_scale)) {
     f.fail("attn_scale", "must be a finite number, got ", temperature.attn_scale);
   }
-  std::vector<std::string> types;
-  for (const int64_t v : use_rope) {
-    if (v != 0 && v != 1) f.fail("no_rope_layers", "must hold 0 (NoPE) or 1 (RoPE), got ", v);
-    types.push_back(v == 1 ? "chunked_attention" : "full_attention");
-  }
+  const std::vector<std::string> types = rope_layer_types(f, model_type, "chunked_attention", "full_attention");
   const std::optional<Fields> dict = rope_dict(f);
   set_layer_types(out, types, [&](const std::string& t) {
     if (t == "chunked_attention") return HfLayerScheme{read_rotary(ctx, dict), {}, {}, {}, {}};
