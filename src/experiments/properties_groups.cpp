@@ -1,5 +1,7 @@
 #include "properties_groups.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "holm_family.h"
@@ -46,6 +48,24 @@ std::set<uint64_t> common_seeds(const std::vector<const GroupMember*>& members, 
   return seeds;
 }
 
+size_t seed_count(const GroupMember& m, const std::string& task) {
+  const auto found = m.scores->find(task);
+  return found == m.scores->end() ? 0 : found->second.size();
+}
+
+size_t fewest_seeds(const std::vector<const GroupMember*>& members, const std::string& task) {
+  size_t fewest = SIZE_MAX;
+  for (const GroupMember* m : members) fewest = std::min(fewest, seed_count(*m, task));
+  return fewest;
+}
+
+std::vector<const GroupMember*> joined(const std::vector<const GroupMember*>& a,
+                                       const std::vector<const GroupMember*>& b) {
+  std::vector<const GroupMember*> both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  return both;
+}
+
 double group_mean(const std::vector<const GroupMember*>& members, const std::string& task, uint64_t seed) {
   double sum = 0;
   for (const GroupMember* m : members) sum += m->scores->at(task).at(seed);
@@ -59,13 +79,31 @@ ordered_json group_comparisons(const std::vector<GroupMember>& members, const st
   for (const std::string& task : tasks) {
     for (size_t a = 0; a < std::size(kCompared); ++a) {
       for (size_t b = a + 1; b < std::size(kCompared); ++b) {
-        const std::vector<const GroupMember*> in_a = members_of(members, kCompared[a]);
-        const std::vector<const GroupMember*> in_b = members_of(members, kCompared[b]);
+        std::vector<const GroupMember*> in_a = members_of(members, kCompared[a]);
+        std::vector<const GroupMember*> in_b = members_of(members, kCompared[b]);
         if (in_a.empty() || in_b.empty()) continue;
-        std::vector<const GroupMember*> both = in_a;
-        both.insert(both.end(), in_b.begin(), in_b.end());
+        // An encoding with fewer seeds than the others (a sweep still running) would leave fewer than 2
+        // common seeds: such encodings are left out, fewest seeds first, and named.
+        std::vector<std::string> left_out;
+        std::set<uint64_t> seeds = common_seeds(joined(in_a, in_b), task);
+        while (seeds.size() < 2) {
+          const size_t fewest = fewest_seeds(joined(in_a, in_b), task);
+          const auto drop = [&](std::vector<const GroupMember*>& group) {
+            std::vector<const GroupMember*> kept;
+            for (const GroupMember* m : group) {
+              if (seed_count(*m, task) == fewest) left_out.push_back(m->encoding);
+              else kept.push_back(m);
+            }
+            group = kept;
+          };
+          drop(in_a);
+          drop(in_b);
+          if (in_a.empty() || in_b.empty()) break;
+          seeds = common_seeds(joined(in_a, in_b), task);
+        }
+        if (in_a.empty() || in_b.empty()) continue;
         std::vector<double> x, y;
-        for (const uint64_t seed : common_seeds(both, task)) {
+        for (const uint64_t seed : seeds) {
           x.push_back(group_mean(in_a, task, seed));
           y.push_back(group_mean(in_b, task, seed));
         }
@@ -75,7 +113,7 @@ ordered_json group_comparisons(const std::vector<GroupMember>& members, const st
         out.push_back({{"task", task}, {"a", kCompared[a]}, {"b", kCompared[b]}, {"encodings_a", in_a.size()},
                        {"encodings_b", in_b.size()}, {"mean_a", mean_a.mean}, {"mean_b", mean_b.mean},
                        {"mean_difference", test.mean_difference}, {"t", number_or_null(test.t)},
-                       {"p", number_or_null(test.p)}, {"seeds", test.n}});
+                       {"p", number_or_null(test.p)}, {"seeds", test.n}, {"left_out", left_out}});
       }
     }
   }

@@ -153,6 +153,14 @@ std::string groups_markdown(const json& groups) {
         << g.at("encodings_b").get<int64_t>() << ") | " << format("%+.3f", -g.at("mean_difference").get<double>())
         << " (" << p_text(g) << ") |\n";
   }
+  std::string left;
+  for (const json& g : groups) {
+    for (const json& name : g.value("left_out", json::array())) {
+      left += (left.empty() ? "" : "; ") + g.at("task").get<std::string>() + " " + g.at("a").get<std::string>() +
+              " / " + g.at("b").get<std::string>() + ": " + name.get<std::string>();
+    }
+  }
+  if (!left.empty()) out << "\nLeft out of the group means (fewer seeds than the others so far): " << left << ".\n";
   return out.str();
 }
 

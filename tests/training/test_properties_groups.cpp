@@ -56,6 +56,25 @@ TEST(PropertiesGroups, MeansOverEncodingsPairedBySeed) {
   for (size_t k = 0; k < out.size(); ++k) EXPECT_DOUBLE_EQ(out[k].at("p_holm").get<double>(), holm[k]);
 }
 
+// A sweep still running: an encoding with one seed would leave one common seed; it is left out, named.
+TEST(PropertiesGroups, AnEncodingWithFewerSeedsIsLeftOut) {
+  const Scores a{{"pos", {{0, 0.90}, {1, 0.92}, {2, 0.91}}}};
+  const Scores r1{{"pos", {{0, 0.95}, {1, 0.93}, {2, 0.97}}}};
+  const Scores r2{{"pos", {{1, 0.99}}}};
+  const auto out = group_comparisons({{"learned", "absolute", &a}, {"shaw", "relative", &r1},
+                                      {"kerple", "relative", &r2}},
+                                     {"pos"});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].at("seeds"), 3);
+  EXPECT_EQ(out[0].at("encodings_b"), 1);
+  EXPECT_EQ(out[0].at("left_out"), nlohmann::ordered_json::array({"kerple"}));
+  EXPECT_NEAR(out[0].at("mean_b").get<double>(), (0.95 + 0.93 + 0.97) / 3, 1e-15);
+  // Every encoding complete: nothing left out.
+  EXPECT_TRUE(group_comparisons({{"learned", "absolute", &a}, {"shaw", "relative", &r1}}, {"pos"})[0]
+                  .at("left_out")
+                  .empty());
+}
+
 TEST(PropertiesGroups, NothingToCompareWithoutTwoGroupsOrTwoSeeds) {
   const Scores a{{"pos", {{0, 0.9}, {1, 0.8}}}};
   const Scores r{{"pos", {{0, 0.95}}}};

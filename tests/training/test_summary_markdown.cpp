@@ -135,7 +135,7 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
     "correlations": [],
     "group_comparisons": [{"task": "pos", "a": "absolute", "b": "relative", "encodings_a": 3, "encodings_b": 6,
                            "mean_a": 0.8033, "mean_b": 0.8061, "mean_difference": -0.0028, "t": -1.6, "p": 0.1669,
-                           "seeds": 5, "p_holm": 0.1669}],
+                           "seeds": 5, "p_holm": 0.1669, "left_out": ["kerple-power"]}],
     "stopping": [{"stage": "pretrain", "most_steps": 3000, "runs": 5, "stopped_early": 0, "best_at_most_steps": 5,
                   "median_best_step": 3000, "last_interval_gain": 0.00412},
                  {"stage": "pos", "most_steps": 3000, "runs": 5, "stopped_early": 5, "best_at_most_steps": 0,
@@ -154,6 +154,10 @@ TEST(SummaryMarkdown, PropertiesTestsAgainstTheFirstRow) {
   // By group, where the summary has it: b - a, its p and Holm's.
   EXPECT_NE(md.find("| task | groups a / b | a | b | b − a |\n|---|---|---|---|---|\n"
                     "| pos | absolute / relative | 0.803 (3) | 0.806 (6) | +0.003 (p 0.167, Holm 0.167) |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("\nLeft out of the group means (fewer seeds than the others so far): pos absolute / relative: "
+                    "kerple-power.\n"),
             std::string::npos)
       << md;
   // Each run's score where the summary keeps them; a row without them has a dash.
