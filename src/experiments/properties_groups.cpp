@@ -82,24 +82,25 @@ ordered_json group_comparisons(const std::vector<GroupMember>& members, const st
         std::vector<const GroupMember*> in_a = members_of(members, kCompared[a]);
         std::vector<const GroupMember*> in_b = members_of(members, kCompared[b]);
         if (in_a.empty() || in_b.empty()) continue;
-        // An encoding with fewer seeds than the others (a sweep still running) would leave fewer than 2
-        // common seeds: such encodings are left out, fewest seeds first, and named.
+        // An encoding with fewer seeds than the others (a sweep still running) cuts the common seeds to its
+        // own: the encodings with the fewest seeds are left out, and named, while that gives more seeds.
         std::vector<std::string> left_out;
         std::set<uint64_t> seeds = common_seeds(joined(in_a, in_b), task);
-        while (seeds.size() < 2) {
+        while (true) {
           const size_t fewest = fewest_seeds(joined(in_a, in_b), task);
-          const auto drop = [&](std::vector<const GroupMember*>& group) {
-            std::vector<const GroupMember*> kept;
-            for (const GroupMember* m : group) {
-              if (seed_count(*m, task) == fewest) left_out.push_back(m->encoding);
-              else kept.push_back(m);
+          std::vector<const GroupMember*> kept_a, kept_b;
+          std::vector<std::string> dropped;
+          for (auto [group, kept] : {std::pair{&in_a, &kept_a}, std::pair{&in_b, &kept_b}}) {
+            for (const GroupMember* m : *group) {
+              if (seed_count(*m, task) == fewest) dropped.push_back(m->encoding);
+              else kept->push_back(m);
             }
-            group = kept;
-          };
-          drop(in_a);
-          drop(in_b);
-          if (in_a.empty() || in_b.empty()) break;
-          seeds = common_seeds(joined(in_a, in_b), task);
+          }
+          if (kept_a.empty() || kept_b.empty()) break;
+          const std::set<uint64_t> more = common_seeds(joined(kept_a, kept_b), task);
+          if (more.size() <= seeds.size()) break;
+          in_a = kept_a, in_b = kept_b, seeds = more;
+          left_out.insert(left_out.end(), dropped.begin(), dropped.end());
         }
         if (in_a.empty() || in_b.empty()) continue;
         std::vector<double> x, y;

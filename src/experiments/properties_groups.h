@@ -22,9 +22,9 @@ struct GroupMember {
 // For each task and each two groups other than "none" (absolute, relative, absolute+relative, in that
 // order): {"task", "a", "b", "encodings_a", "encodings_b", "mean_a", "mean_b", "mean_difference" (a - b),
 // "t", "p", "seeds", "left_out", "p_holm"}. A seed counts when every encoding of both groups has it; a group
-// mean is over its encodings for that seed. While fewer than 2 seeds are common, the encodings with the fewest
-// seeds are left out (named in "left_out": a sweep still running); a pair whose group empties is not
-// compared. Holm's correction runs over the pairs of a task.
+// mean is over its encodings for that seed. The encodings with the fewest seeds are left out (named in
+// "left_out": a sweep still running) while that gives more common seeds and leaves both groups an encoding;
+// pairs with fewer than 2 common seeds are not compared. Holm's correction runs over the pairs of a task.
 nlohmann::ordered_json group_comparisons(const std::vector<GroupMember>& members, const std::vector<std::string>& tasks);
 
 }  // namespace posenc::experiments

@@ -20,8 +20,10 @@ using posenc::experiments::GroupMember;
 TEST(PropertiesGroups, MeansOverEncodingsPairedBySeed) {
   const Scores none{{"pos", {{0, 0.5}, {1, 0.5}, {2, 0.5}}}};
   const Scores a1{{"pos", {{0, 0.90}, {1, 0.92}, {2, 0.91}}}};
-  const Scores a2{{"pos", {{0, 0.80}, {1, 0.84}}}};  // no seed 2: the comparisons with it use seeds 0 and 1
-  const Scores r1{{"pos", {{0, 0.95}, {1, 0.93}, {2, 0.97}}}};
+  const Scores a2{{"pos", {{0, 0.80}, {1, 0.84}, {2, 0.83}}}};
+  // No seed 2, and the only relative encoding (leaving it out would empty its group): the comparisons with the
+  // relative group use seeds 0 and 1.
+  const Scores r1{{"pos", {{0, 0.95}, {1, 0.93}}}};
   const Scores both{{"pos", {{0, 0.70}, {1, 0.75}, {2, 0.72}}}};
   const std::vector<GroupMember> members = {{"none", "none", &none},
                                             {"learned", "absolute", &a1},
@@ -44,11 +46,14 @@ TEST(PropertiesGroups, MeansOverEncodingsPairedBySeed) {
   EXPECT_NEAR(ar.at("t").get<double>(), -3.0, 1e-12);
   const double p = 1 - 2 * std::atan(3.0) / M_PI;
   EXPECT_NEAR(ar.at("p").get<double>(), p, 1e-12);
-  // relative / absolute+relative over all three seeds.
+  // absolute / absolute+relative over all three seeds; relative / absolute+relative over seeds 0 and 1.
+  EXPECT_EQ(out[1].at("b"), "absolute+relative");
+  EXPECT_EQ(out[1].at("seeds"), 3);
   const auto& rb = out[2];
   EXPECT_EQ(rb.at("a"), "relative");
   EXPECT_EQ(rb.at("b"), "absolute+relative");
-  EXPECT_EQ(rb.at("seeds"), 3);
+  EXPECT_EQ(rb.at("seeds"), 2);
+  for (const auto& c : out) EXPECT_TRUE(c.at("left_out").empty());
   // Holm over the three pairs of the task.
   std::vector<double> raw;
   for (const auto& c : out) raw.push_back(c.at("p").get<double>());
@@ -69,6 +74,13 @@ TEST(PropertiesGroups, AnEncodingWithFewerSeedsIsLeftOut) {
   EXPECT_EQ(out[0].at("encodings_b"), 1);
   EXPECT_EQ(out[0].at("left_out"), nlohmann::ordered_json::array({"kerple"}));
   EXPECT_NEAR(out[0].at("mean_b").get<double>(), (0.95 + 0.93 + 0.97) / 3, 1e-15);
+  // Two seeds of three: left out too, since without it the comparison has three seeds, not two.
+  const Scores r3{{"pos", {{0, 0.96}, {2, 0.94}}}};
+  const auto partial = group_comparisons({{"learned", "absolute", &a}, {"shaw", "relative", &r1},
+                                          {"kerple-power", "relative", &r3}},
+                                         {"pos"});
+  EXPECT_EQ(partial[0].at("seeds"), 3);
+  EXPECT_EQ(partial[0].at("left_out"), nlohmann::ordered_json::array({"kerple-power"}));
   // Every encoding complete: nothing left out.
   EXPECT_TRUE(group_comparisons({{"learned", "absolute", &a}, {"shaw", "relative", &r1}}, {"pos"})[0]
                   .at("left_out")
