@@ -92,6 +92,15 @@ std::string significant_text(const json& comparisons, const char* family) {
   return text;
 }
 
+// " t1 | t2 |\n|---|---|---|\n": the rest of a header row that began "| encoding |", and its rule.
+std::string task_columns(const std::vector<std::string>& tasks) {
+  std::string out;
+  for (const std::string& t : tasks) out += " " + t + " |";
+  out += "\n|---|";
+  for (size_t i = 0; i < tasks.size(); ++i) out += "---|";
+  return out + "\n";
+}
+
 // The fit of the reported checkpoints, where the runs' curves are kept:
 // "0.93 / 0.54" is the training-batch score over the evaluation interval
 // ending at the best step / the validation score there (means over seeds).
@@ -107,10 +116,7 @@ std::string fit_markdown(const json& rows, const std::vector<std::string>& tasks
   out << "\nFit of the reported checkpoints: the training-batch score logged over the evaluation interval ending at "
          "the best step / the validation score there (means over the seeds whose curves are kept). A training score "
          "far above the validation score is the training split memorized.\n\n| encoding |";
-  for (const std::string& t : tasks) out << " " << t << " |";
-  out << "\n|---|";
-  for (size_t i = 0; i < tasks.size(); ++i) out << "---|";
-  out << "\n";
+  out << task_columns(tasks);
   for (const json& r : rows) {
     out << "| " << r.at("encoding").get<std::string>() << " |";
     for (const json& s : r.at("scores")) {
@@ -174,10 +180,7 @@ std::string per_seed_markdown(const json& rows, const std::vector<std::string>& 
   if (std::none_of(rows.begin(), rows.end(), has_values)) return "";
   std::ostringstream out;
   out << "\nTest scores per run, in seed order.\n\n| encoding |";
-  for (const std::string& t : tasks) out << " " << t << " |";
-  out << "\n|---|";
-  for (size_t i = 0; i < tasks.size(); ++i) out << "---|";
-  out << "\n";
+  out << task_columns(tasks);
   for (const json& r : rows) {
     out << "| " << r.at("encoding").get<std::string>() << " |";
     for (const json& s : r.at("scores")) {
@@ -223,10 +226,7 @@ std::string properties_markdown(const json& j, const std::string& requested_refe
       << (has_holm(j.at("comparisons")) ? "; Holm: p adjusted by Holm's correction over all pairs of the task" : "")
       << "). " << j.at("comparisons").size() << " pairs in all, " << significant_text(j.at("comparisons"), "task")
       << " (summary.json: comparisons).\n\n| encoding |";
-  for (const std::string& t : tasks) out << " " << t << " |";
-  out << "\n|---|";
-  for (size_t i = 0; i < tasks.size(); ++i) out << "---|";
-  out << "\n";
+  out << task_columns(tasks);
   for (const json& row : rows) {
     const std::string name = row.at("encoding").get<std::string>();
     if (name == reference) continue;
