@@ -374,10 +374,7 @@ std::string properties_table(const std::string& summary) {
     out += "\n";
   }
   int64_t significant = 0, after_holm = 0;
-  const auto below = [](const json& c, const char* key) {
-    return c.contains(key) && c.at(key).is_number() && c.at(key).get<double>() < 0.05;
-  };
-  for (const json& c : j.at("comparisons")) significant += below(c, "p"), after_holm += below(c, "p_holm");
+  for (const json& c : j.at("comparisons")) significant += below_005(c, "p"), after_holm += below_005(c, "p_holm");
   std::snprintf(line, sizeof line,
                 "paired t-tests: %zu, p < 0.05 in %lld, %lld after Holm's correction per task (summary.json: "
                 "comparisons, correlations)\n",

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "json_numbers.h"
 #include "posenc/error.h"
 
 namespace posenc::experiments {
@@ -74,7 +75,7 @@ std::string p_text(const json& comparison) {
 // Comparisons whose `key` is below 0.05; a null or missing value counts as not.
 int64_t significant_count(const json& comparisons, const char* key) {
   int64_t n = 0;
-  for (const json& c : comparisons) n += c.contains(key) && c.at(key).is_number() && c.at(key).get<double>() < 0.05;
+  for (const json& c : comparisons) n += below_005(c, key);
   return n;
 }
 

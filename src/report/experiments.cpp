@@ -62,6 +62,13 @@ std::optional<double> SummaryReader::number_or_null(const Json& object, std::str
   return v.get<double>();
 }
 
+std::optional<double> SummaryReader::probability_or_null(const Json& object, std::string_view key,
+                                                         const std::string& path, bool optional) const {
+  const std::optional<double> p = number_or_null(object, key, path, optional);
+  if (p && !(*p >= 0 && *p <= 1)) invalid(field_path(path, key));
+  return p;
+}
+
 int64_t SummaryReader::count(const Json& object, std::string_view key, const std::string& path) const {
   const Json& v = field(object, key, path);
   if (!v.is_number_integer() || v.get<int64_t>() < 0) invalid(field_path(path, key));

@@ -97,15 +97,13 @@ Extrapolation parse(const Json& j, const SummaryReader& r) {
     const Json& c = comparisons[k];
     Comparison cmp{r.count(c, "seq_len", path),    r.text(c, "a", path),
                    r.text(c, "b", path),           r.number(c, "mean_log_ratio", path),
-                   r.number_or_null(c, "p", path), r.count(c, "seeds", path),
-                   r.number_or_null(c, "p_holm", path, true)};
+                   r.probability_or_null(c, "p", path), r.count(c, "seeds", path),
+                   r.probability_or_null(c, "p_holm", path, true)};
     if (std::find(e.lengths.begin(), e.lengths.end(), cmp.seq_len) == e.lengths.end()) {
       r.invalid(field_path(path, "seq_len"));
     }
     if (!is_row(cmp.a)) r.invalid(field_path(path, "a"));
     if (!is_row(cmp.b)) r.invalid(field_path(path, "b"));
-    if (cmp.p && !(*cmp.p >= 0 && *cmp.p <= 1)) r.invalid(field_path(path, "p"));
-    if (cmp.p_holm && !(*cmp.p_holm >= 0 && *cmp.p_holm <= 1)) r.invalid(field_path(path, "p_holm"));
     e.comparisons.push_back(std::move(cmp));
   }
   return e;

@@ -31,6 +31,9 @@ class SummaryReader {
   // null (or absent when `optional`) reads as nothing: a number JSON cannot hold (NaN).
   std::optional<double> number_or_null(const Json& object, std::string_view key, const std::string& path,
                                        bool optional = false) const;
+  // number_or_null, and when present in [0, 1] (a p-value).
+  std::optional<double> probability_or_null(const Json& object, std::string_view key, const std::string& path,
+                                            bool optional = false) const;
   int64_t count(const Json& object, std::string_view key, const std::string& path) const;  // integer >= 0
   std::string text(const Json& object, std::string_view key, const std::string& path) const;
 

@@ -179,14 +179,12 @@ Properties parse(const Json& j, const SummaryReader& r) {
                    r.text(c, "b", path),
                    r.number_or_null(c, "mean_difference", path),
                    r.number_or_null(c, "t", path),
-                   r.number_or_null(c, "p", path),
+                   r.probability_or_null(c, "p", path),
                    r.count(c, "seeds", path),
-                   r.number_or_null(c, "p_holm", path, true)};
+                   r.probability_or_null(c, "p_holm", path, true)};
     if (!known(task_names, cmp.task)) r.invalid(field_path(path, "task"));
     if (!known(encodings, cmp.a)) r.invalid(field_path(path, "a"));
     if (!known(encodings, cmp.b)) r.invalid(field_path(path, "b"));
-    if (cmp.p && !(*cmp.p >= 0 && *cmp.p <= 1)) r.invalid(field_path(path, "p"));
-    if (cmp.p_holm && !(*cmp.p_holm >= 0 && *cmp.p_holm <= 1)) r.invalid(field_path(path, "p_holm"));
     p.comparisons.push_back(std::move(cmp));
   }
   const Json& correlations = r.array(j, "correlations", "");
@@ -195,11 +193,9 @@ Properties parse(const Json& j, const SummaryReader& r) {
     const Json& c = correlations[k];
     Correlation cor{r.text(c, "task", path), r.text(c, "property", path), r.number_or_null(c, "pearson", path),
                     r.number_or_null(c, "spearman", path), r.count(c, "encodings", path),
-                    r.number_or_null(c, "pearson_p", path, true), r.number_or_null(c, "spearman_p", path, true)};
+                    r.probability_or_null(c, "pearson_p", path, true),
+                    r.probability_or_null(c, "spearman_p", path, true)};
     if (!known(task_names, cor.task)) r.invalid(field_path(path, "task"));
-    for (const auto& [value, key] : {std::pair{cor.pearson_p, "pearson_p"}, std::pair{cor.spearman_p, "spearman_p"}}) {
-      if (value && !(*value >= 0 && *value <= 1)) r.invalid(field_path(path, key));
-    }
     p.correlations.push_back(std::move(cor));
   }
   if (j.contains("group_comparisons")) {
@@ -211,12 +207,9 @@ Properties parse(const Json& j, const SummaryReader& r) {
                         r.text(g, "b", path),              r.count(g, "encodings_a", path),
                         r.count(g, "encodings_b", path),   r.number(g, "mean_a", path),
                         r.number(g, "mean_b", path),       r.number(g, "mean_difference", path),
-                        r.number_or_null(g, "p", path),    r.count(g, "seeds", path),
-                        r.number_or_null(g, "p_holm", path, true)};
+                        r.probability_or_null(g, "p", path), r.count(g, "seeds", path),
+                        r.probability_or_null(g, "p_holm", path, true)};
       if (!known(task_names, c.task)) r.invalid(field_path(path, "task"));
-      for (const auto& [value, key] : {std::pair{c.p, "p"}, std::pair{c.p_holm, "p_holm"}}) {
-        if (value && !(*value >= 0 && *value <= 1)) r.invalid(field_path(path, key));
-      }
       p.groups.push_back(std::move(c));
     }
   }
