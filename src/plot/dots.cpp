@@ -1,4 +1,5 @@
-// render_dots: one slot per category, its error bar with caps and its dot,
+// render_dots: one slot per category, its error bar with caps and its dot
+// (left of the slot's centre when the category has points, its rings right of it),
 // the category names under the axis reading upwards, the legend at the right.
 #include <cairo.h>
 
@@ -23,8 +24,10 @@ using detail::Rect;
 
 constexpr double kMaxMagnitude = 1e300;
 constexpr double kDotRadius = 4.5;
+constexpr double kRingRadius = 3.0;
+constexpr double kPointShift = 0.2;  // of a slot: the bar left of its centre, the rings right of it
 
-void require_number(size_t dot, const char* name, double v, bool nan_allowed) {
+void require_number(size_t dot, const std::string& name, double v, bool nan_allowed) {
   if (nan_allowed && std::isnan(v)) return;
   require(std::isfinite(v) && std::abs(v) <= kMaxMagnitude, kOp, "dot ", dot, ' ', name,
           " must be finite", nan_allowed ? " or NaN" : "", ", within +-1e300, got ", v);
@@ -37,6 +40,9 @@ void validate(const DotFigure& f) {
     require_number(i, "value", d.value, false);
     require_number(i, "lo", d.lo, true);
     require_number(i, "hi", d.hi, true);
+    for (size_t k = 0; k < d.points.size(); ++k) {
+      require_number(i, "point " + std::to_string(k), d.points[k], false);
+    }
     detail::require_text("dot " + std::to_string(i) + " label", d.label);
   }
   for (size_t i = 0; i < f.legend.size(); ++i) {
@@ -70,6 +76,7 @@ std::vector<unsigned char> render_dots(const DotFigure& f) {
   for (const Dot& d : f.dots) {
     lo = std::min({lo, d.value, has_bar(d) ? std::min(d.lo, d.hi) : d.value});
     hi = std::max({hi, d.value, has_bar(d) ? std::max(d.lo, d.hi) : d.value});
+    for (const double v : d.points) lo = std::min(lo, v), hi = std::max(hi, v);
   }
   detail::ScaledAxis y = detail::make_axis(AxisScale::kLinear, lo, hi);
   y.from = plot.y, y.length = plot.h, y.flipped = true;
@@ -84,7 +91,8 @@ std::vector<unsigned char> render_dots(const DotFigure& f) {
   detail::draw_grid(canvas, plot, nullptr, {}, y, yt);
   for (size_t i = 0; i < f.dots.size(); ++i) {
     const Dot& d = f.dots[i];
-    const double cx = plot.x + slot * (static_cast<double>(i) + 0.5);
+    const double centre = plot.x + slot * (static_cast<double>(i) + 0.5);
+    const double cx = d.points.empty() ? centre : centre - kPointShift * slot;
     canvas.set_color(d.color);
     if (has_bar(d)) {
       const double top = y.pixel(std::max(d.lo, d.hi)), bottom = y.pixel(std::min(d.lo, d.hi));
@@ -99,6 +107,13 @@ std::vector<unsigned char> render_dots(const DotFigure& f) {
     }
     cairo_arc(cr, cx, y.pixel(d.value), kDotRadius, 0, 2 * std::numbers::pi);
     cairo_fill(cr);
+    const double ring = std::min(kRingRadius, slot / 10);
+    cairo_set_line_width(cr, 1.2);
+    for (const double v : d.points) {
+      cairo_new_sub_path(cr);
+      cairo_arc(cr, centre + kPointShift * slot, y.pixel(v), ring, 0, 2 * std::numbers::pi);
+    }
+    cairo_stroke(cr);
   }
   cairo_restore(cr);
   detail::draw_frame_and_ticks(canvas, plot, nullptr, {}, y, yt);

@@ -306,20 +306,21 @@ std::string score_table(const Properties& p, size_t task) {
 std::optional<Figure> score_figure(const Properties& p, size_t task, const std::string& id) {
   const Task& t = p.tasks[task];
   plot::DotFigure f;
-  f.title = t.name + ": test " + t.metric + " (mean ± 1 sd over seeds)";
+  f.title = t.name + ": test " + t.metric + " (mean ± 1 sd; rings: each seed)";
   f.y_label = t.metric;
   std::vector<std::string> groups;
   for (const Row& row : p.rows) {
     const Stat& s = row.scores[task].stat;
     if (s.seeds == 0) continue;
     const double sd = s.sd.value_or(NAN);
-    f.dots.push_back({row.encoding, s.mean, s.mean - sd, s.mean + sd, group_color(row.group)});
+    f.dots.push_back({row.encoding, s.mean, s.mean - sd, s.mean + sd, group_color(row.group), row.scores[task].values});
     if (!known(groups, row.group)) groups.push_back(row.group);
   }
   if (f.dots.empty()) return std::nullopt;
   for (const std::string& g : groups) f.legend.push_back({g, group_color(g)});
   return Figure{"figures/" + id + "-" + std::to_string(task + 1) + "-scores.png",
-                t.name + ": test " + t.metric + " per encoding, mean and ±1 sd over seeds, coloured by group.",
+                t.name + ": test " + t.metric + " per encoding, mean and ±1 sd over seeds (left) and each seed's score "
+                "(rings, right), coloured by group.",
                 plot::render_dots(f)};
 }
 

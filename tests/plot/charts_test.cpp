@@ -1,10 +1,12 @@
 // render_bands and render_dots: argument errors word for word, the ticks of
 // logarithmic axes, and the pixels decoded back (a band's tint between lo and
-// hi, nothing of it outside; a dot and its error bar where the values say).
+// hi, nothing of it outside; a dot and its error bar where the values say,
+// its points as rings beside it).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "chart_parts.h"
@@ -62,7 +64,7 @@ TEST(Charts, BandArgumentErrors) {
 TEST(Charts, DotArgumentErrors) {
   auto with = [](const std::function<void(DotFigure&)>& change) {
     DotFigure f;
-    f.dots = {{"a", 0.5, 0.4, 0.6, kRed}, {"b", 0.7, NAN, NAN, kRed}};
+    f.dots = {{"a", 0.5, 0.4, 0.6, kRed, {}}, {"b", 0.7, NAN, NAN, kRed, {}}};
     change(f);
     return argument_error([&] { render_dots(f); });
   };
@@ -72,6 +74,8 @@ TEST(Charts, DotArgumentErrors) {
             "[plot] dot 1 value must be finite, within +-1e300, got nan");
   EXPECT_EQ(with([](DotFigure& f) { f.dots[0].lo = INFINITY; }),
             "[plot] dot 0 lo must be finite or NaN, within +-1e300, got inf");
+  EXPECT_EQ(with([](DotFigure& f) { f.dots[1].points = {0.1, 0.2, 0.3, NAN}; }),
+            "[plot] dot 1 point 3 must be finite, within +-1e300, got nan");
   EXPECT_EQ(with([](DotFigure& f) { f.legend = {{"\xff", kRed}}; }),
             "[plot] legend 0 label must be valid UTF-8 without NUL bytes, got byte 0xff at offset 0");
 }
@@ -128,6 +132,51 @@ TEST(Charts, BandIsTintedBetweenLoAndHiOnly) {
   EXPECT_LE(channel_distance(at(100), kRed), 10);  // the line over its band
   EXPECT_GE(channel_distance(at(300), tint), 20);  // above hi: white (or grid)
   EXPECT_GE(channel_distance(at(45), tint), 20);   // below lo
+}
+
+// The rows with a pixel near `color` in columns x - half .. x + half, as runs [first, last].
+std::vector<std::pair<int, int>> coloured_runs(const Image& image, int x, int half, Rgb color) {
+  std::vector<std::pair<int, int>> runs;
+  for (int y = 0; y < image.height(); ++y) {
+    bool hit = false;
+    for (int c = x - half; c <= x + half; ++c) hit = hit || channel_distance(image.at(c, y), color) <= 60;
+    if (!hit) continue;
+    if (!runs.empty() && runs.back().second == y - 1) {
+      runs.back().second = y;
+    } else {
+      runs.push_back({y, y});
+    }
+  }
+  return runs;
+}
+
+TEST(Charts, DotPointsAreRingsBesideTheBar) {
+  // One category: its bar and dot left of the slot's centre, its two points as
+  // rings right of it, at the two ends of the range they widen to [0, 1].
+  DotFigure f;
+  f.dots = {{"a", 0.5, 0.45, 0.55, kRed, {0.0, 1.0}}};
+  const Image image(render_dots(f));
+  const double slot = f.width - detail::kChartLeft - detail::kChartRight;
+  const double centre = detail::kChartLeft + slot / 2;
+  // Each ring (radius 3) is one run of rows within 4 columns of its centre.
+  const auto rings = coloured_runs(image, static_cast<int>(std::floor(centre + 0.2 * slot)), 4, kRed);
+  const auto bar = coloured_runs(image, static_cast<int>(std::floor(centre - 0.2 * slot)), 0, kRed);
+  ASSERT_EQ(rings.size(), 2u);
+  ASSERT_EQ(bar.size(), 1u);  // the bar through its dot, nothing else in that column
+  for (const auto& r : rings) EXPECT_NEAR(r.second - r.first, 7, 2);
+  const double top_ring = (rings[0].first + rings[0].second) / 2.0;
+  const double bottom_ring = (rings[1].first + rings[1].second) / 2.0;
+  EXPECT_GT(bottom_ring - top_ring, 0.8 * (image.height() - detail::kChartTop) * 0.5);
+  // The bar spans 0.45..0.55: a tenth of the rings' distance, centred between them.
+  const double bar_length = bar[0].second - bar[0].first;
+  EXPECT_NEAR(bar_length, 0.1 * (bottom_ring - top_ring), 10.0);  // plus the dot's 9 px
+  EXPECT_NEAR((bar[0].first + bar[0].second) / 2.0, (top_ring + bottom_ring) / 2, 2.0);
+  // Without points the bar is at the slot's centre.
+  f.dots[0].points.clear();
+  const Image plain(render_dots(f));
+  EXPECT_EQ(coloured_runs(plain, static_cast<int>(std::floor(centre)), 0, kRed).size(), 1u);
+  EXPECT_TRUE(coloured_runs(plain, static_cast<int>(std::floor(centre - 0.2 * slot)), 8, kRed).empty());
+  EXPECT_TRUE(coloured_runs(plain, static_cast<int>(std::floor(centre + 0.2 * slot)), 8, kRed).empty());
 }
 
 }  // namespace

@@ -52,6 +52,9 @@ struct Dot {
   double value = 0;
   double lo = 0, hi = 0;  // the error bar; NaN: none
   Rgb color{31, 119, 180};
+  // The values the dot summarizes (a run per seed), drawn as rings beside the bar:
+  // a mean and its sd hide a bimodal spread that the rings show. Empty: none.
+  std::vector<double> points;
 };
 
 struct LegendEntry {
@@ -74,6 +77,7 @@ struct DotFigure {
 //   "[plot] dots must hold at least one dot, got 0"
 //   "[plot] dot 2 value must be finite, within +-1e300, got nan"
 //   "[plot] dot 0 lo must be finite or NaN, within +-1e300, got inf"
+//   "[plot] dot 1 point 3 must be finite, within +-1e300, got nan"
 std::vector<unsigned char> render_bands(const BandFigure& figure);
 std::vector<unsigned char> render_dots(const DotFigure& figure);
 
