@@ -6,8 +6,9 @@
 //                 (e.g. mean +- 1 sd), linear, log2 or log10 axes, and an
 //                 optional dashed vertical marker with a label (the training
 //                 length). A non-finite y breaks a line; a lone point is a dot.
-//   render_dots   one dot with an error bar per category (an encoding), the
-//                 categories along x with their names reading upwards.
+//   render_dots   one dot with an error bar per category (an encoding), and
+//                 the values it summarizes (one per seed) as rings beside it;
+//                 the categories along x with their names reading upwards.
 //
 // Series and dots carry their own colour (the caller colours by family) and
 // the legend lists them in order.
