@@ -268,7 +268,8 @@ std::string properties_markdown(const json& j, const std::string& requested_refe
   out << fit_markdown(rows, tasks);
 
   out << "\nProbe means against task means across encodings (p two-sided: Pearson's from the t test with encodings "
-         "- 2 degrees of freedom; Spearman's exact, over every ordering, up to 10 encodings).\n\n"
+         "- 2 degrees of freedom; Spearman's exact, over every ordering, up to 10 encodings, the same t test "
+         "beyond).\n\n"
          "| task | property | Pearson | Spearman | encodings |\n|---|---|---|---|---|\n";
   for (const json& c : j.at("correlations")) {
     const auto cell = [&](const char* r, const char* p) {

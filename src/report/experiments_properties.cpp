@@ -460,8 +460,8 @@ one; <i>identical-word attention</i> reads them on the trained model's first-lay
 position holds the same word (identical-word probing, Wang &amp; Chen 2020), which every encoding has. The
 correlations are over encodings, between a task's mean score and an indicator's mean (Pearson on the values,
 Spearman on their ranks), each with its two-sided p (Pearson's from the t test with encodings &minus; 2 degrees
-of freedom; Spearman's exact, over every ordering of the ranks, up to 10 encodings): with a handful of encodings
-only a large |r| means much.</p></div>
+of freedom; Spearman's exact, over every ordering of the ranks, up to 10 encodings, the same t test beyond):
+with a handful of encodings only a large |r| means much.</p></div>
 )";
 
 }  // namespace
