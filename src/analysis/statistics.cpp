@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <numeric>
 
@@ -167,6 +168,23 @@ double spearman_p(const std::vector<double>& x, const std::vector<double>& y) {
   // Tied ranks repeat orderings; next_permutation visits each distinct one once, and each stands for the same
   // number of the n! orderings, so the share is the same.
   return static_cast<double>(at_least) / static_cast<double>(orderings);
+}
+
+LeaveOneOut most_influential_pair(const std::vector<double>& x, const std::vector<double>& y) {
+  check_pairs(x, y, "a correlation");
+  require(x.size() >= 4, kOp, "leaving one pair out needs >= 4 pairs, got ", x.size());
+  const double r = pearson_correlation(x, y);
+  LeaveOneOut best;
+  double largest = -1;
+  for (size_t k = 0; k < x.size(); ++k) {
+    std::vector<double> xs = x, ys = y;
+    xs.erase(xs.begin() + static_cast<std::ptrdiff_t>(k));
+    ys.erase(ys.begin() + static_cast<std::ptrdiff_t>(k));
+    const double without = pearson_correlation(xs, ys);
+    const double move = std::isnan(without) || std::isnan(r) ? INFINITY : std::abs(without - r);
+    if (move > largest) largest = move, best = {k, without};  // ties: the first pair
+  }
+  return best;
 }
 
 std::vector<double> holm_adjusted(const std::vector<double>& p) {

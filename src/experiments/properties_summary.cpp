@@ -160,6 +160,14 @@ struct Row {
   std::vector<Probe> table, attention;
 };
 
+// The encoding a Pearson correlation rests on most, and r without it; null below 4 encodings.
+ordered_json without_most_influential(const std::vector<double>& x, const std::vector<double>& y,
+                                      const std::vector<std::string>& names) {
+  if (x.size() < 4) return nullptr;
+  const analysis::LeaveOneOut l = analysis::most_influential_pair(x, y);
+  return {{"encoding", names[l.index]}, {"pearson", number_or_null(l.r_without)}};
+}
+
 }  // namespace
 
 std::string summarize_properties(const fs::path& suite_dir) {
@@ -315,6 +323,7 @@ std::string summarize_properties(const fs::path& suite_dir) {
     for (const bool from_table : {true, false}) {
       for (int i = 0; i < 3; ++i) {
         std::vector<double> x, y;
+        std::vector<std::string> names;
         for (const Row& r : rows) {
           const std::vector<Probe>& probes = from_table ? r.table : r.attention;
           const auto found = r.scores.find(t);
@@ -324,6 +333,7 @@ std::string summarize_properties(const fs::path& suite_dir) {
           for (const auto& [seed, score] : found->second) sy += score;
           x.push_back(px / static_cast<double>(probes.size()));
           y.push_back(sy / static_cast<double>(found->second.size()));
+          names.push_back(r.encoding);
         }
         if (x.size() < 3) continue;  // two points always correlate perfectly
         const double pearson = analysis::pearson_correlation(x, y), spearman = analysis::spearman_correlation(x, y);
@@ -335,7 +345,8 @@ std::string summarize_properties(const fs::path& suite_dir) {
              {"pearson_p", number_or_null(analysis::correlation_p(pearson, n))},
              {"spearman", number_or_null(spearman)},
              {"spearman_p", number_or_null(analysis::spearman_p(x, y))},
-             {"encodings", x.size()}});
+             {"encodings", x.size()},
+             {"pearson_without", without_most_influential(x, y, names)}});
       }
     }
   }

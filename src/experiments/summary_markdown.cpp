@@ -171,6 +171,16 @@ std::string groups_markdown(const json& groups) {
   return out.str();
 }
 
+// Pearson's r without the encoding it rests on most, "0.21 (p-rope)"; "—" below 4 encodings and in summaries
+// written before the field.
+std::string without_cell(const json& correlation) {
+  const auto w = correlation.find("pearson_without");
+  if (w == correlation.end() || !w->is_object()) return "—";
+  const json& r = w->at("pearson");
+  return (r.is_number() ? format("%.2f", r.get<double>()) : std::string("n/a")) + " (" +
+         w->at("encoding").get<std::string>() + ")";
+}
+
 // Each run's test score, in seed order: what a mean ± sd over 5 seeds hides (a task that some seeds solve and
 // others do not). Only for summaries that keep the values.
 std::string per_seed_markdown(const json& rows, const std::vector<std::string>& tasks) {
@@ -269,8 +279,8 @@ std::string properties_markdown(const json& j, const std::string& requested_refe
 
   out << "\nProbe means against task means across encodings (p two-sided: Pearson's from the t test with encodings "
          "- 2 degrees of freedom; Spearman's exact, over every ordering, up to 10 encodings, the same t test "
-         "beyond).\n\n"
-         "| task | property | Pearson | Spearman | encodings |\n|---|---|---|---|---|\n";
+         "beyond; the last column: Pearson's r without the encoding that moves it the most, named).\n\n"
+         "| task | property | Pearson | Spearman | encodings | Pearson without |\n|---|---|---|---|---|---|\n";
   for (const json& c : j.at("correlations")) {
     const auto cell = [&](const char* r, const char* p) {
       const json& v = c.at(r);
@@ -278,7 +288,7 @@ std::string properties_markdown(const json& j, const std::string& requested_refe
     };
     out << "| " << c.at("task").get<std::string>() << " | " << c.at("property").get<std::string>() << " | "
         << cell("pearson", "pearson_p") << " | " << cell("spearman", "spearman_p") << " | "
-        << c.at("encodings").get<int64_t>() << " |\n";
+        << c.at("encodings").get<int64_t>() << " | " << without_cell(c) << " |\n";
   }
   return out.str();
 }

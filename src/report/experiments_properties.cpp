@@ -54,6 +54,9 @@ struct Correlation {
   std::optional<double> pearson, spearman;
   int64_t encodings = 0;
   std::optional<double> pearson_p, spearman_p;  // optional in the summary: older ones lack them
+  // The encoding r rests on most and r without it (absent below 4 encodings and in older summaries).
+  std::optional<std::string> influential;
+  std::optional<double> pearson_without;
 };
 
 // How a stage ended across runs (optional in the summary: older ones lack it).
@@ -194,8 +197,15 @@ Properties parse(const Json& j, const SummaryReader& r) {
     Correlation cor{r.text(c, "task", path), r.text(c, "property", path), r.number_or_null(c, "pearson", path),
                     r.number_or_null(c, "spearman", path), r.count(c, "encodings", path),
                     r.probability_or_null(c, "pearson_p", path, true),
-                    r.probability_or_null(c, "spearman_p", path, true)};
+                    r.probability_or_null(c, "spearman_p", path, true), {}, {}};
     if (!known(task_names, cor.task)) r.invalid(field_path(path, "task"));
+    if (c.contains("pearson_without") && !c.at("pearson_without").is_null()) {
+      const std::string without = field_path(path, "pearson_without");
+      const Json& w = r.object(c, "pearson_without", path);
+      cor.influential = r.text(w, "encoding", without);
+      if (!known(encodings, *cor.influential)) r.invalid(field_path(without, "encoding"));
+      cor.pearson_without = r.number_or_null(w, "pearson", without);
+    }
     p.correlations.push_back(std::move(cor));
   }
   if (j.contains("group_comparisons")) {
@@ -389,7 +399,8 @@ std::string indicator_table(const Properties& p) {
 std::string correlation_table(const Properties& p) {
   if (p.correlations.empty()) return "<p class=\"meta\">No correlations in the summary.</p>\n";
   std::string h = "<table>\n<tr><th class=\"name\">task</th><th class=\"name\">property</th><th>Pearson r</th>"
-                  "<th>p</th><th>Spearman &rho;</th><th>p</th><th>encodings</th></tr>\n";
+                  "<th>p</th><th>Spearman &rho;</th><th>p</th><th>encodings</th>"
+                  "<th>r without the encoding it rests on most</th></tr>\n";
   const auto number = [](const std::optional<double>& v, const std::string& text) { return v ? text : "n/a"; };
   for (const Correlation& c : p.correlations) {
     h += "<tr><td class=\"name\">" + escape_html(c.task) + "</td><td class=\"name\">" +
@@ -398,6 +409,10 @@ std::string correlation_table(const Properties& p) {
          number(c.pearson_p, p_text(c.pearson_p.value_or(0))) + "</td><td>" +
          number(c.spearman, fixed_text(c.spearman.value_or(0), 3)) + "</td><td>" +
          number(c.spearman_p, p_text(c.spearman_p.value_or(0))) + "</td><td>" + std::to_string(c.encodings) +
+         "</td><td>" +
+         (c.influential ? number(c.pearson_without, fixed_text(c.pearson_without.value_or(0), 3)) + " (" +
+                              escape_html(*c.influential) + ")"
+                        : std::string("n/a")) +
          "</td></tr>\n";
   }
   return h + "</table>\n";
@@ -461,7 +476,8 @@ position holds the same word (identical-word probing, Wang &amp; Chen 2020), whi
 correlations are over encodings, between a task's mean score and an indicator's mean (Pearson on the values,
 Spearman on their ranks), each with its two-sided p (Pearson's from the t test with encodings &minus; 2 degrees
 of freedom; Spearman's exact, over every ordering of the ranks, up to 10 encodings, the same t test beyond):
-with a handful of encodings only a large |r| means much.</p></div>
+with a handful of encodings only a large |r| means much, and one encoding far from the others can make it;
+the last column says which one moves r the most and what r is without it.</p></div>
 )";
 
 }  // namespace

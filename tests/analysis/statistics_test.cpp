@@ -226,5 +226,51 @@ TEST(Statistics, HolmAdjusted) {
   expect_error([] { holm_adjusted({-0.25}); }, "[stats] p-values must be in [0, 1], got -0.25");
 }
 
+// Pearson's r as the textbook writes it, for the leave-one-out test.
+double plain_pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  const double mx = std::accumulate(x.begin(), x.end(), 0.0) / n, my = std::accumulate(y.begin(), y.end(), 0.0) / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx), syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxy / std::sqrt(sxx * syy);
+}
+
+TEST(Statistics, MostInfluentialPair) {
+  // Four points with r = -1/sqrt(5) and a fifth far out that makes r strongly positive: it is the one named.
+  const LeaveOneOut outlier = most_influential_pair({1, 2, 3, 4, 10}, {2, 1, 2, 1, 9});
+  EXPECT_GT(pearson_correlation({1, 2, 3, 4, 10}, {2, 1, 2, 1, 9}), 0.9);
+  EXPECT_EQ(outlier.index, 4u);
+  EXPECT_NEAR(outlier.r_without, -1 / std::sqrt(5.0), 1e-15);
+  // Against every leave-one-out r computed plainly: the named pair moves r the most.
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<double> x(4 + trial % 9), y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = normal(rng), y[i] = 0.5 * x[i] + normal(rng);
+    const double r = plain_pearson(x, y);
+    const LeaveOneOut l = most_influential_pair(x, y);
+    double largest = 0;
+    for (size_t k = 0; k < x.size(); ++k) {
+      std::vector<double> xs = x, ys = y;
+      xs.erase(xs.begin() + static_cast<long>(k)), ys.erase(ys.begin() + static_cast<long>(k));
+      const double without = plain_pearson(xs, ys);
+      largest = std::max(largest, std::abs(without - r));
+      if (k == l.index) {
+        EXPECT_NEAR(l.r_without, without, 1e-12);
+      }
+    }
+    EXPECT_NEAR(std::abs(l.r_without - r), largest, 1e-12) << trial;
+  }
+  // Without the pair one sample is constant: r is NaN, the largest move.
+  EXPECT_EQ(most_influential_pair({1, 2, 3, 4}, {1, 1, 1, 5}).index, 3u);
+  EXPECT_TRUE(std::isnan(most_influential_pair({1, 2, 3, 4}, {1, 1, 1, 5}).r_without));
+  expect_error([] { most_influential_pair({1, 2, 3}, {1, 2, 4}); },
+               "[stats] leaving one pair out needs >= 4 pairs, got 3");
+  expect_error([] { most_influential_pair({1, 2, 3, 4}, {1, 2, 4}); },
+               "[stats] paired samples must have the same size, got 4 and 3");
+}
+
 }  // namespace
 }  // namespace posenc::analysis

@@ -293,6 +293,15 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     # Each with the two-sided p of its t test; 4 encodings: 2 degrees of freedom, where p = 1 - |r| exactly.
     assert math.isclose(correlation["pearson_p"], 1 - abs(pearson), rel_tol=1e-9, abs_tol=1e-12)
     assert math.isclose(correlation["spearman_p"], 2 / 24, rel_tol=1e-15)  # exact: 2 of the 4! orderings
+    # The encoding r rests on most: each left out in turn, the one whose removal moves r the most.
+    def plain_pearson(xs, ys):
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        return sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / math.sqrt(
+            sum((a - mx) ** 2 for a in xs) * sum((b - my) ** 2 for b in ys))
+    without = {e: plain_pearson(x[:k] + x[k + 1:], y[:k] + y[k + 1:]) for k, e in enumerate(scores)}
+    influential = max(without, key=lambda e: abs(without[e] - pearson))
+    assert correlation["pearson_without"]["encoding"] == influential
+    assert math.isclose(correlation["pearson_without"]["pearson"], without[influential], rel_tol=1e-12)
     # How the stages ended, against each run's step cap: seed 2's lexname ran to its cap with its best there.
     # And by how much those at their cap were still improving: the median of 0.01, 0.02, 0.03, 0.04.
     assert summary["stopping"][0] == {"stage": "pretrain", "most_steps": 20, "runs": 12, "stopped_early": 0,
@@ -349,7 +358,9 @@ def test_summary_statistics_follow_the_result_files(tmp_path):
     assert needs.returncode != 0 and "--reference requires --markdown" in needs.stderr, needs.stderr
     pearson_p = correlation["pearson_p"]
     assert (f"| lexname | identical_word_attention.monotonicity | {correlation['pearson']:.2f} "
-            f"(p {'< 0.001' if pearson_p < 0.001 else format(pearson_p, '.3f')}) | 1.00 (p 0.083) | 4 |" in lines)
+            f"(p {'< 0.001' if pearson_p < 0.001 else format(pearson_p, '.3f')}) | 1.00 (p 0.083) | 4 | "
+            f"{correlation['pearson_without']['pearson']:.2f} ({correlation['pearson_without']['encoding']}) |"
+            in lines)
     stops = lines.index("| stage | most steps | runs | stopped early | best at the most steps | median best step | "
                         "their last gain |")
     assert lines[stops + 2:stops + 4] == ["| pretrain | 20 | 12 | 0 | 0 | 10 | — |",

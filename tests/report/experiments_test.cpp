@@ -274,10 +274,13 @@ TEST(ExperimentsProperties, GroupTable) {
 TEST(ExperimentsProperties, CorrelationsTable) {
   const std::string& h = properties().html;
   EXPECT_NE(h.find("<tr><td class=\"name\">lexname</td><td class=\"name\">identical-word attention</td>"
-                   "<td>0.930</td><td>0.070</td><td>0.800</td><td>0.200</td><td>4</td></tr>"),
+                   "<td>0.930</td><td>0.070</td><td>0.800</td><td>0.200</td><td>4</td>"
+                   "<td>0.250 (learned+shaw)</td></tr>"),
             std::string::npos);
-  // A summary written before the p values (the second correlation has none), and a null Spearman.
-  EXPECT_NE(h.find("<td>0.710</td><td>n/a</td><td>n/a</td><td>n/a</td><td>3</td>"), std::string::npos);
+  // A summary written before the p values and the leave-one-out field (the second correlation has neither), and a
+  // null Spearman.
+  EXPECT_NE(h.find("<td>0.710</td><td>n/a</td><td>n/a</td><td>n/a</td><td>3</td><td>n/a</td></tr>"),
+            std::string::npos);
 }
 
 TEST(ExperimentsProperties, HowEachStageEndedTable) {
@@ -397,6 +400,10 @@ TEST(Experiments, MalformedSummariesAreRefusedWordForWord) {
        "missing or invalid field 'correlations[1].task'"},
       {"properties_summary.json", [](Json& j) { j["correlations"][0]["spearman_p"] = 1.5; },
        "missing or invalid field 'correlations[0].spearman_p'"},
+      {"properties_summary.json", [](Json& j) { j["correlations"][0]["pearson_without"]["encoding"] = "xl"; },
+       "missing or invalid field 'correlations[0].pearson_without.encoding'"},
+      {"properties_summary.json", [](Json& j) { j["correlations"][0]["pearson_without"] = 0.5; },
+       "missing or invalid field 'correlations[0].pearson_without'"},
       {"properties_summary.json", [](Json& j) { j["stopping"][0]["last_interval_gain"] = "0.1"; },
        "missing or invalid field 'stopping[0].last_interval_gain'"},
       {"properties_summary.json", [](Json& j) { j["pretraining"] = 3; }, "missing or invalid field 'pretraining'"},

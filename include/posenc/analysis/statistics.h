@@ -1,10 +1,12 @@
 // Small-sample statistics for comparing encodings across seeds: the paired
 // t-test (two-sided, Student's t with n - 1 degrees of freedom), Pearson and
-// Spearman correlations, the Student t distribution they rest on, and Holm's
-// correction for a family of tests.
+// Spearman correlations (and the pair a Pearson correlation rests on most),
+// the Student t distribution they rest on, and Holm's correction for a family
+// of tests.
 // Inputs are plain vectors; errors throw std::invalid_argument "[stats] ...".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -49,6 +51,16 @@ double correlation_p(double r, int64_t n);
 // correlation_p(rho, n). NaN when either sample is constant. Errors as correlation_p and pearson_correlation.
 inline constexpr int64_t kExactSpearmanPairs = 10;
 double spearman_p(const std::vector<double>& x, const std::vector<double>& y);
+
+// Pearson's r with each pair left out in turn: the pair whose removal moves r the most, and r without it. Across a
+// handful of encodings a correlation can rest on one of them; this names it. A NaN r (a sample constant without
+// the pair) counts as the largest move. "[stats] leaving one pair out needs >= 4 pairs, got 3" (3 left to
+// correlate); sizes as pearson_correlation.
+struct LeaveOneOut {
+  size_t index = 0;     // the pair left out
+  double r_without = 0; // Pearson's r of the others
+};
+LeaveOneOut most_influential_pair(const std::vector<double>& x, const std::vector<double>& y);
 
 // Holm's step-down adjustment of a family of p-values (controls the chance of any false "p < alpha" among them
 // at alpha, whatever their dependence): with the m defined values sorted ascending, the k-th (from 1) becomes
