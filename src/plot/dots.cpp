@@ -60,17 +60,23 @@ bool has_bar(const Dot& d) noexcept { return !std::isnan(d.lo) && !std::isnan(d.
 
 std::vector<unsigned char> render_dots(const DotFigure& f) {
   validate(f);
-  Canvas canvas(f.width, f.height);
+  // Names longer than 0.35 of the height grow the image downwards, the plot
+  // keeping its size, so that no name is cut (measured on a scratch canvas).
+  double longest = 0;
+  {
+    Canvas scratch(1, 1);
+    for (const Dot& d : f.dots) longest = std::max(longest, scratch.text_width(d.label, detail::kTickSize));
+  }
+  const int names = static_cast<int>(std::ceil(longest));
+  const int height = f.height + std::max(0, names - static_cast<int>(std::ceil(0.35 * f.height)));
+  Canvas canvas(f.width, height);
   std::vector<detail::LegendItem> legend;
   for (const LegendEntry& e : f.legend) legend.push_back({e.label, e.color, false, true});
   const double legend_w = detail::legend_width(canvas, legend, 0.35 * f.width);
-  double longest = 0;
-  for (const Dot& d : f.dots) longest = std::max(longest, canvas.text_width(d.label, detail::kTickSize));
-  const int names = static_cast<int>(std::ceil(std::min(longest, 0.35 * f.height)));
   Rect plot{detail::kChartLeft, detail::kChartTop, 0, 0};
   plot.w = std::max(20, f.width - plot.x - detail::kChartRight -
                             (legend.empty() ? 0 : detail::kLegendGap + static_cast<int>(legend_w)));
-  plot.h = std::max(20, f.height - plot.y - names - 14);
+  plot.h = std::max(20, height - plot.y - names - 14);
 
   double lo = INFINITY, hi = -INFINITY;
   for (const Dot& d : f.dots) {
@@ -123,7 +129,7 @@ std::vector<unsigned char> render_dots(const DotFigure& f) {
     const double cx = plot.x + slot * (static_cast<double>(i) + 0.5);
     canvas.vline(static_cast<int>(std::floor(cx)), bottom + 1, bottom + 5);
     cairo_save(cr);
-    cairo_rectangle(cr, cx - slot / 2, bottom + 6, slot, names + 2);  // a name too long is cut
+    cairo_rectangle(cr, cx - slot / 2, bottom + 6, slot, names + 2);  // a name wider than its slot is cut
     cairo_clip(cr);
     canvas.text(f.dots[i].label, cx, bottom + 7, Align::kEnd, Align::kCentre, detail::kTickSize, false,
                 -std::numbers::pi / 2);
@@ -132,7 +138,7 @@ std::vector<unsigned char> render_dots(const DotFigure& f) {
   if (!legend.empty()) {
     detail::draw_legend_column(canvas, legend, plot.x + plot.w + detail::kLegendGap, plot.y, legend_w);
   }
-  detail::draw_chart_text(canvas, plot, f.height, f.title, "", f.y_label);
+  detail::draw_chart_text(canvas, plot, height, f.title, "", f.y_label);
   return canvas.png();
 }
 

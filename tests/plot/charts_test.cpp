@@ -6,9 +6,11 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "canvas.h"
 #include "chart_parts.h"
 #include "plot_test_util.h"
 #include "posenc/plot/charts.h"
@@ -177,6 +179,36 @@ TEST(Charts, DotPointsAreRingsBesideTheBar) {
   EXPECT_EQ(coloured_runs(plain, static_cast<int>(std::floor(centre)), 0, kRed).size(), 1u);
   EXPECT_TRUE(coloured_runs(plain, static_cast<int>(std::floor(centre - 0.2 * slot)), 8, kRed).empty());
   EXPECT_TRUE(coloured_runs(plain, static_cast<int>(std::floor(centre + 0.2 * slot)), 8, kRed).empty());
+}
+
+TEST(Charts, LongDotNamesGrowTheImageAndAreNotCut) {
+  // A name longer than 0.35 of the height is written whole: the image grows
+  // downwards by what it needs, and the name's ink spans its measured width.
+  DotFigure f;
+  f.dots = {{"a", 0.5, 0.4, 0.6, kRed, {}}};
+  EXPECT_EQ(Image(render_dots(f)).height(), f.height);
+  const std::string name = "learnable-sinusoidal+shaw-learnable-sinusoidal";
+  f.dots[0].label = name;
+  detail::Canvas scratch(1, 1);
+  const double width = scratch.text_width(name, detail::kTickSize);
+  ASSERT_GT(width, 0.35 * f.height + 20);  // the case: longer than the old cut
+  const Image image(render_dots(f));
+  EXPECT_EQ(image.height(), f.height + static_cast<int>(std::ceil(width)) - static_cast<int>(std::ceil(0.35 * f.height)));
+  // The name's rows: ink within 6 columns of the slot's centre, below the
+  // plot's bottom tick (the name starts 7 rows under the plot, the tick ends 5).
+  const int centre = static_cast<int>(std::floor(detail::kChartLeft + (f.width - detail::kChartLeft - detail::kChartRight) / 2.0));
+  const int top = image.height() - static_cast<int>(std::ceil(width)) - 8;
+  int first = -1, last = -1;
+  for (int y = top; y < image.height(); ++y) {
+    bool ink = false;
+    for (int x = centre - 6; x <= centre + 6; ++x) ink = ink || channel_distance(image.at(x, y), {255, 255, 255}) > 100;
+    if (!ink) continue;
+    if (first < 0) first = y;
+    last = y;
+  }
+  ASSERT_GE(first, 0);
+  EXPECT_NEAR(last - first, width, 4.0);
+  EXPECT_LT(last, image.height() - 1);
 }
 
 }  // namespace

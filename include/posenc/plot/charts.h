@@ -68,6 +68,8 @@ struct DotFigure {
   std::vector<LegendEntry> legend;  // empty: no legend
   std::string title;
   std::string y_label;
+  // Dot labels are written upright under the plot; labels longer than 0.35 of
+  // the height grow the image by what they need beyond it (the plot keeps its size).
   int width = 720, height = 460;
 };
 
