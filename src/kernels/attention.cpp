@@ -35,10 +35,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "attention_simd.h"
@@ -122,10 +124,12 @@ class Attention {
     T* st;                // (kKeyTile + lanes, BM): S^T, then P^T
     T* o;                 // (BM, Dvp)
     T *m, *l, *ms, *al;   // (BM): running max, sum, max used for exp, rescale factor
+    T* ts;                // (BM): the tile's sum of P^T
     T *kpad, *vpad;       // (kKeyRows, Dh), (kKeyTile, Dvp): rows past the end of K / unaligned V
     T *rext, *et, *lohi;  // relative keys: R (BM, ldr), a tile's E rows, R's all-clipped rows
     T *wst, *mt, *wlo;    // relative values: W (BM, ldw), per-tile max, clipped sums (2 BM)
     T *rh, *rw, *eh, *ew; // 2D relative
+    T* zero;              // (BM) zeros: the 2D term of an axis without a table
     T* tb;                // the tile bias's scratch
     T* eq;                // relative queries: (BM, 2 BM) products of a sub-tile of keys with its band
     int64_t* gb_off;      // grid bias: per lane offset
@@ -178,7 +182,7 @@ class Attention {
     off_.qw = relk_ && t_.relative_shift != nullptr ? take(dh_ * bm) : off_.qp;
     off_.st = take((kKeyTile + kLanes) * bm);
     off_.o = take(bm * dvp_);
-    off_.m = take(4 * bm);
+    off_.m = take(5 * bm);
     off_.kpad = take(kKeyRows * dh_);
     off_.vpad = v_direct_ ? 0 : take(kKeyTile * dvp_);
     const int64_t ntiles = (tk_ + kKeyTile - 1) / kKeyTile;
@@ -201,6 +205,7 @@ class Attention {
       off_.rw = take(round_up(2 * wg_ - 1, kKeyRows) * bm);
       off_.eh = take(hg_ * bm);
       off_.ew = take(wg_ * bm);
+      off_.zero = take(bm);
     }
     if (t_.tile_bias != nullptr) off_.tb = take(t_.tile_bias->scratch_size(bm, kKeyTile));
     if (relq_) off_.eq = take(bm * 2 * bm);
@@ -211,11 +216,13 @@ class Attention {
     Work w{};
     w.qp = base + off_.qp, w.qc = base + off_.qc, w.qw = base + off_.qw;
     w.st = base + off_.st, w.o = base + off_.o;
-    w.m = base + off_.m, w.l = w.m + kBM, w.ms = w.l + kBM, w.al = w.ms + kBM;
+    w.m = base + off_.m, w.l = w.m + kBM, w.ms = w.l + kBM, w.al = w.ms + kBM, w.ts = w.al + kBM;
     w.kpad = base + off_.kpad, w.vpad = base + off_.vpad;
     w.rext = base + off_.rext, w.et = base + off_.et, w.lohi = base + off_.lohi;
     w.wst = base + off_.wst, w.mt = base + off_.mt, w.wlo = base + off_.wlo;
     w.rh = base + off_.rh, w.rw = base + off_.rw, w.eh = base + off_.eh, w.ew = base + off_.ew;
+    w.zero = base + off_.zero;
+    if (grid_) std::fill(w.zero, w.zero + kBM, T(0));
     w.tb = base + off_.tb;
     w.eq = base + off_.eq;
     w.gb_off = offsets;
@@ -401,13 +408,15 @@ class Attention {
   // for y < W = band + BM - 1, so that band row c, lane m reads R[m][c - c_lo + BM - 1 - m]:
   // the band is the transpose of R viewed with row stride ldr - 1.
   void prepare_rel_k(const Work& w, const Block& bk) const {
-    const int64_t width = round_up(bk.c_hi - bk.c_lo + kBM + kLanes, kWideTile);  // past W + lanes, as in layout_scratch
+    // Past W + lanes, as in layout_scratch; whole vectors, not whole 4-vector tiles (a third fewer columns).
+    const int64_t width = round_up(bk.c_hi - bk.c_lo + kBM + kLanes, kLanes);
     const int64_t t = t_.rel_tables == 1 ? 0 : bk.h;
     const T* bt = relk_t_.data() + t * dh_ * ldx_ + (bk.c_lo - (kBM - 1) - x_first_);
     for (int64_t x0 = 0; x0 < width; x0 += kWideTile) {
+      const int nv = static_cast<int>(std::min<int64_t>(4, (width - x0) / kLanes));
       for (int64_t m0 = 0; m0 < kBM; m0 += kQueryRows) {
-        detail::gemm_tile<T, kQueryRows, 4, ALayout::kColumns>(dh_, w.qw + m0, kBM, bt + x0, ldx_,
-                                                               w.rext + m0 * ldr_ + x0, ldr_, kQueryRows, kWideTile,
+        detail::gemm_tile_nv<T, kQueryRows, ALayout::kColumns>(nv, dh_, w.qw + m0, kBM, bt + x0, ldx_,
+                                                               w.rext + m0 * ldr_ + x0, ldr_, kQueryRows, nv * kLanes,
                                                                false);
       }
     }
@@ -456,8 +465,8 @@ class Attention {
     return {n_a, std::max(n_a, n_b), j0 + n_a - bk.i0p + kd_ - bk.c_lo};
   }
 
-  // S^T for keys [j0, j0 + nn): content product, terms, masks.
-  void score_tile(const Work& w, const Block& bk, int64_t j0, int64_t nn) const {
+  // S^T for keys [j0, j0 + nn): content product, terms, masks; the tile's max per lane into `tile_max`.
+  void score_tile(const Work& w, const Block& bk, int64_t j0, int64_t nn, V (&tile_max)[kBlockVectors]) const {
     const T* kb = k_.row(bk.b, bk.h, 0);
     for (int64_t n0 = 0; n0 < nn; n0 += kKeyRows) {
       const int64_t j = j0 + n0;
@@ -468,7 +477,6 @@ class Attention {
         rows_times_qt(kb + j * k_.stride_r, k_.stride_r, kKeyRows, tk_ - j, w.qc, w.st + n0 * kBM, w.kpad);
       }
     }
-    if (vector_terms_) add_vector_terms(w, bk, j0, nn);
     if (relq_) add_rel_q(w, bk, j0, nn);
     if (t_.grid_bias != nullptr) {
       const T* gb = t_.grid_bias + bk.h * (2 * hg_ - 1) * (2 * wg_ - 1);
@@ -488,32 +496,27 @@ class Attention {
     }
     // S^T: a query is one lane (stride 1), a key one row of kBM.
     if (t_.tile_bias != nullptr) t_.tile_bias->add(bk.b, bk.h, bk.i0p, bk.mb, j0, nn, w.st, 1, kBM, w.tb);
-    const V minus_inf = detail::broadcast<T>(-std::numeric_limits<T>::infinity());
-    if (p_.causal && j0 + nn - 1 - bk.i0p > 0) {  // key j masked on lanes m < j - i0'
-      const V lane = detail::lane_index<T>();
-      for (int64_t n = std::max<int64_t>(0, bk.i0p + 1 - j0); n < nn; ++n) {
-        const T th = static_cast<T>(std::min(j0 + n - bk.i0p, kBM));
-        T* sr = w.st + n * kBM;
-        for (int64_t c = 0; c < kBM; c += kLanes) {
-          const V idx = lane + static_cast<T>(c);
-          S::store(sr + c, idx < th ? minus_inf : S::load(sr + c));
-        }
-      }
-    }
-    if (p_.key_padding != nullptr) {
-      const uint8_t* kp = p_.key_padding + bk.b * p_.key_padding_stride + j0;
-      for (int64_t n = 0; n < nn; ++n) {
-        if (kp[n] == 0) continue;
-        for (int64_t c = 0; c < kBM; c += kLanes) S::store(w.st + n * kBM + c, minus_inf);
-      }
-    }
+    finish_scores(w, bk, j0, nn, tile_max);
   }
 
-  // Terms that are one contiguous vector run per key: relative keys (the
-  // tile's band rows transposed out of R, or an all-clipped row), 2D relative
-  // (Eh + Ew) and the offset bias.
-  void add_vector_terms(const Work& w, const Block& bk, int64_t j0, int64_t nn) const {
-    const int64_t k = kd_;
+  // The last pass over S^T, fused so that it is one: the terms that are one
+  // contiguous vector run per key (relative keys: the tile's band rows
+  // transposed out of R, or an all-clipped row; 2D relative Eh + Ew; the
+  // offset bias), then the masks (after every term, so a masked pair is -inf
+  // whatever a term holds), and the tile's max per lane.
+  void finish_scores(const Work& w, const Block& bk, int64_t j0, int64_t nn, V (&tile_max)[kBlockVectors]) const {
+    for (int c = 0; c < kBlockVectors; ++c) tile_max[c] = detail::broadcast<T>(-std::numeric_limits<T>::infinity());
+    const bool masks = (p_.causal && j0 + nn - 1 - bk.i0p > 0) || p_.key_padding != nullptr;
+    if (!vector_terms_ && !masks) {  // nothing to add or mask: the max alone
+      for (int64_t n = 0; n < nn; ++n) {
+#pragma GCC unroll 4
+        for (int c = 0; c < kBlockVectors; ++c) {
+          const V x = S::load(w.st + n * kBM + c * kLanes);
+          tile_max[c] = x > tile_max[c] ? x : tile_max[c];
+        }
+      }
+      return;
+    }
     BandRun run{0, 0, 0};
     if (relk_) {
       run = band_run(bk, j0, nn);
@@ -525,42 +528,69 @@ class Attention {
         }
       }
     }
-    const T* ob = t_.offset_bias != nullptr ? ob_rev_.data() + bk.h * ob_ld_ + (tq_ - 1) : nullptr;
+    // One loop per set of terms: tests of which terms are present, per key and vector, cost as much as the adds.
+    const int set = (relk_ ? 8 : 0) | (grid_ ? 4 : 0) | (t_.offset_bias != nullptr ? 2 : 0) | (masks ? 1 : 0);
+    (this->*kFinishKeys[set])(w, bk, j0, nn, run, tile_max);
+  }
+
+  template <bool kRel, bool kGrid, bool kOffset, bool kMasks>
+  void finish_keys(const Work& w, const Block& bk, int64_t j0, int64_t nn, const BandRun& run,
+                   V (&tile_max)[kBlockVectors]) const {
+    const V minus_inf = detail::broadcast<T>(-std::numeric_limits<T>::infinity());
+    const V lane = detail::lane_index<T>();
+    // Keys from n_causal on are masked on lanes m < j - i0' (all of them from j - i0' >= BM).
+    const int64_t n_causal = p_.causal ? std::clamp<int64_t>(bk.i0p + 1 - j0, 0, nn) : nn;
+    const uint8_t* kp = p_.key_padding != nullptr ? p_.key_padding + bk.b * p_.key_padding_stride + j0 : nullptr;
+    // A grid axis without a table reads the block's zero row.
+    const T* eh = t_.grid_h != nullptr ? w.eh : w.zero;
+    const T* ew = t_.grid_w != nullptr ? w.ew : w.zero;
+    const int64_t step_h = t_.grid_h != nullptr ? kBM : 0, step_w = t_.grid_w != nullptr ? kBM : 0;
+    int64_t gy = kGrid ? j0 / wg_ : 0, gx = kGrid ? j0 % wg_ : 0;  // the key's grid cell, stepped along
+    const T* ob = kOffset ? ob_rev_.data() + bk.h * ob_ld_ + (tq_ - 1) - (j0 - bk.i0p) : nullptr;  // minus e per key
     for (int64_t n = 0; n < nn; ++n) {
-      const int64_t j = j0 + n, e = j - bk.i0p;
       const T* rel = nullptr;
-      if (relk_) {
-        rel = n >= run.n_a && n < run.n_b ? w.et + (n - run.n_a) * kBM : e < -k ? w.lohi : w.lohi + kBM;
+      if constexpr (kRel) rel = n < run.n_a ? w.lohi : n < run.n_b ? w.et + (n - run.n_a) * kBM : w.lohi + kBM;
+      const T* gh = eh + gy * step_h;
+      const T* gw = ew + gx * step_w;
+      if constexpr (kGrid) {
+        if (++gx == wg_) gx = 0, ++gy;
       }
-      const T* gh = grid_ && t_.grid_h != nullptr ? w.eh + (j / wg_) * kBM : nullptr;
-      const T* gw = grid_ && t_.grid_w != nullptr ? w.ew + (j % wg_) * kBM : nullptr;
-      const T* obr = ob != nullptr ? ob - e : nullptr;
+      T masked_below = T(0);  // lanes m < this are masked
+      bool padded = false;
+      if constexpr (kMasks) {
+        masked_below = n >= n_causal ? static_cast<T>(std::min(j0 + n - bk.i0p, kBM)) : T(0);
+        padded = kp != nullptr && kp[n] != 0;
+      }
       T* sr = w.st + n * kBM;
 #pragma GCC unroll 4
-      for (int64_t c = 0; c < kBM; c += kLanes) {
-        V x = S::load(sr + c);
-        if (rel != nullptr) x += S::load(rel + c);
-        if (gh != nullptr) x += S::load(gh + c);
-        if (gw != nullptr) x += S::load(gw + c);
-        if (obr != nullptr) x += S::load(obr + c);
-        S::store(sr + c, x);
+      for (int c = 0; c < kBlockVectors; ++c) {
+        V x = S::load(sr + c * kLanes);
+        if constexpr (kRel) x += S::load(rel + c * kLanes);
+        if constexpr (kGrid) x += S::load(gh + c * kLanes) + S::load(gw + c * kLanes);
+        if constexpr (kOffset) x += S::load(ob - n + c * kLanes);
+        if constexpr (kMasks) {
+          x = lane + static_cast<T>(c * kLanes) < masked_below ? minus_inf : x;
+          if (padded) x = minus_inf;
+        }
+        S::store(sr + c * kLanes, x);
+        tile_max[c] = x > tile_max[c] ? x : tile_max[c];
       }
     }
   }
 
-  // Online softmax over the tile: P^T in place, running max and sum, and
-  // the factor alpha = exp(m_old - m_new) for what was accumulated before.
-  void softmax_tile(const Work& w, int64_t nn) const {
+  using FinishKeys = void (Attention::*)(const Work&, const Block&, int64_t, int64_t, const BandRun&,
+                                         V (&)[kBlockVectors]) const;
+  template <size_t... kSets>
+  static constexpr std::array<FinishKeys, sizeof...(kSets)> finish_table(std::index_sequence<kSets...>) {
+    return {&Attention::finish_keys<(kSets & 8) != 0, (kSets & 4) != 0, (kSets & 2) != 0, (kSets & 1) != 0>...};
+  }
+  static constexpr std::array<FinishKeys, 16> kFinishKeys = finish_table(std::make_index_sequence<16>());
+
+  // Online softmax over the tile: P^T in place, running max and sum, the
+  // tile's own sum, and the factor alpha = exp(m_old - m_new) for what was
+  // accumulated before.
+  void softmax_tile(const Work& w, int64_t nn, const V (&mx)[kBlockVectors]) const {
     const T inf = std::numeric_limits<T>::infinity();
-    V mx[kBlockVectors];
-    for (int c = 0; c < kBlockVectors; ++c) mx[c] = detail::broadcast<T>(-inf);
-    for (int64_t n = 0; n < nn; ++n) {
-#pragma GCC unroll 4
-      for (int c = 0; c < kBlockVectors; ++c) {
-        const V x = S::load(w.st + n * kBM + c * kLanes);
-        mx[c] = x > mx[c] ? x : mx[c];
-      }
-    }
     V ms[kBlockVectors], sum[kBlockVectors];
     for (int c = 0; c < kBlockVectors; ++c) {
       const V old = S::load(w.m + c * kLanes);
@@ -583,6 +613,7 @@ class Attention {
     }
     for (int c = 0; c < kBlockVectors; ++c) {
       S::store(w.l + c * kLanes, S::load(w.l + c * kLanes) * S::load(w.al + c * kLanes) + sum[c]);
+      S::store(w.ts + c * kLanes, sum[c]);
     }
   }
 
@@ -590,6 +621,11 @@ class Attention {
   // column c - c_lo, one key each), keys outside the band summed into Wlo / Whi.
   void bin_tile(const Work& w, const Block& bk, int64_t j0, int64_t nn) const {
     const BandRun run = band_run(bk, j0, nn);
+    if (run.n_a == run.n_b) {  // every key on one side (most tiles): the softmax's tile sum
+      T* acc = j0 - bk.i0p < -kd_ ? w.wlo : w.wlo + kBM;
+      for (int64_t c = 0; c < kBM; c += kLanes) S::store(acc + c, S::load(acc + c) + S::load(w.ts + c));
+      return;
+    }
     for (int64_t n = 0; n < nn; ++n) {
       if (n == run.n_a) n = run.n_b;
       if (n >= nn) break;
@@ -670,8 +706,9 @@ class Attention {
     if (t_.tile_bias != nullptr && t_.tile_bias->needs_rows()) t_.tile_bias->begin_rows(b, h, bk.i0p, bk.mb, w.tb);
     for (int64_t tile = 0; tile * kKeyTile < bk.jend; ++tile) {
       const int64_t j0 = tile * kKeyTile, nn = std::min(kKeyTile, bk.jend - j0);
-      score_tile(w, bk, j0, nn);
-      softmax_tile(w, nn);
+      V tile_max[kBlockVectors];
+      score_tile(w, bk, j0, nn, tile_max);
+      softmax_tile(w, nn, tile_max);
       for (int64_t m = 0; m < kBM; ++m) {
         const T a = w.al[m];
         if (a == T(1)) continue;
@@ -723,7 +760,8 @@ class Attention {
     }
     for (int64_t j0 = 0; j0 < bk.jend; j0 += kKeyTile) {
       const int64_t nn = std::min(kKeyTile, bk.jend - j0);
-      score_tile(w, bk, j0, nn);
+      V tile_max[kBlockVectors];
+      score_tile(w, bk, j0, nn, tile_max);
       for (int64_t n = 0; n < nn; ++n) {
         for (int64_t c = 0; c < kBM; c += kLanes) {
           T* s = w.st + n * kBM + c;
@@ -746,7 +784,7 @@ class Attention {
   bool relk_, relv_, relq_, grid_, vector_terms_, weights_, v_direct_;
   int64_t band_max_ = 1, x_first_ = 0, x_last_ = 0, ldr_ = 0, ldw_ = 0, ldx_ = 0, per_thread_ = 0;
   struct {
-    int64_t qp, qc, qw, st, o, m, kpad, vpad, rext, et, lohi, wst, mt, wlo, rh, rw, eh, ew, tb, eq;
+    int64_t qp, qc, qw, st, o, m, kpad, vpad, rext, et, lohi, wst, mt, wlo, rh, rw, eh, ew, zero, tb, eq;
   } off_{};
   std::vector<T> ob_rev_, relv_pad_, relk_t_, relq_t_;
   int64_t dq_top_ = 0, ldq_ = 0;
