@@ -444,12 +444,6 @@ class Backward {
     return count;
   }
 
-  static T dot(const T* a, const T* b, int64_t n) noexcept {
-    T sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-    return sum;
-  }
-
   // Table row of offset d: clip(d, -K, K) + K itself, or through rel_index.
   int64_t row_of(int64_t d) const noexcept {
     const int64_t c = clip(d, kd_) + kd_;
@@ -493,7 +487,7 @@ class Backward {
     if (relk_ && clipped) {
       const T* row = rkx_.data() + (rt * nx_ + x_clip) * dhp_;
       for (int64_t m = 0; m < mb; ++m) {
-        const T c = dot(w.qw + m * dhp_, row, dh_);
+        const T c = detail::lane_dot(w.qw + m * dhp_, row, dh_);
         T* sr = w.s + m * kTileLd;
         for (int64_t n = 0; n < nn; ++n) sr[n] += c;
       }
@@ -569,11 +563,10 @@ class Backward {
       for (int64_t d = 0; d < dv_; ++d) rv[d] = rvt_[(rt * dv_ + d) * ldx_ + x_clip];
       for (int64_t m = 0; m < mb; ++m) {
         const T* go = w.go + m * dvp_;
-        const T e = dot(go, rv, dv_);
+        const T e = detail::lane_dot(go, rv, dv_);
         T* dp = w.dp + m * kTileLd;
-        const T* pr = w.p + m * kTileLd;
-        T mass = 0;
-        for (int64_t n = 0; n < nn; ++n) dp[n] += e, mass += pr[n];
+        for (int64_t n = 0; n < nn; ++n) dp[n] += e;
+        const T mass = detail::lane_sum(w.p + m * kTileLd, nn);
         if (drv != nullptr) {
           for (int64_t d = 0; d < dv_; ++d) drv[d] += mass * go[d];
         }
@@ -614,11 +607,7 @@ class Backward {
           T* gb = w.dgb + (y - ys[m] + hg_ - 1) * (2 * wg_ - 1) + (x - xs[m] + wg_ - 1);
           for (int64_t n = 0; n < len; ++n) gb[n] += dsr[n];
         }
-        if (gridh_) {
-          T sum = 0;
-          for (int64_t n = 0; n < len; ++n) sum += dsr[n];
-          w.drh[m * ldh_ + y - ys[m] + hg_ - 1] += sum;
-        }
+        if (gridh_) w.drh[m * ldh_ + y - ys[m] + hg_ - 1] += detail::lane_sum(dsr, len);
         if (gridw_) {
           T* dr = w.drw + m * ldw_ + (x - xs[m] + wg_ - 1);
           for (int64_t n = 0; n < len; ++n) dr[n] += dsr[n];
@@ -630,9 +619,7 @@ class Backward {
       const T* row = rkx_.data() + (rt * nx_ + x_clip) * dhp_;
       T* drk = w.drk != nullptr ? w.drk + x_clip * dhp_ : nullptr;
       for (int64_t m = 0; m < mb; ++m) {
-        const T* dsr = ds + m * kTileLd;
-        T mass = 0;
-        for (int64_t n = 0; n < nn; ++n) mass += dsr[n];
+        const T mass = detail::lane_sum(ds + m * kTileLd, nn);
         T* dq = w.dqr + m * dhp_;
         for (int64_t d = 0; d < dh_; ++d) dq[d] += mass * row[d];
         if (drk != nullptr) {

@@ -1,7 +1,8 @@
 // Internal: the pieces the fused attention's forward and backward share
 // (attention.cpp, attention_backward.cpp), the vector ones written with the
 // GCC vector extensions of small_gemm.h: exp over a vector, lane indices, the
-// per-thread scratch allocation, the parallel threshold and offset clipping.
+// per-thread scratch allocation, the parallel threshold, offset clipping, and
+// sums and dot products over lanes (also CoPE's).
 #pragma once
 
 #include <cstdint>
@@ -152,6 +153,52 @@ inline void transpose_block(const T* src, int64_t lds, T* dst, int64_t ldd) noex
   transpose_stage<T, S::kLanes / 2>(r);
 #pragma GCC unroll 16
   for (int64_t i = 0; i < S::kLanes; ++i) S::store(dst + i * ldd, r[i]);
+}
+
+// Sum and dot product through one vector of partial sums, then a tree over its
+// lanes: a plain running sum is one serial chain of adds that the compiler may
+// not reorder (four cycles an element where a vector takes one for sixteen).
+// Lane l + width (mod lanes) to lane l: the tree's step of that width, in registers.
+template <class T, int64_t kWidth, size_t... Is>
+inline typename SimdInt<T>::I fold_mask(std::index_sequence<Is...>) noexcept {
+  using I = typename SimdInt<T>::I;
+  using E = std::remove_reference_t<decltype(I{}[0])>;
+  return I{static_cast<E>((int64_t(Is) + kWidth) % Simd<T>::kLanes)...};
+}
+
+// lanes[l] += lanes[l + width] for width = lanes / 2, ..., 1; the sum in lane 0.
+template <class T, int64_t kWidth = Simd<T>::kLanes / 2>
+inline T tree_over_lanes(typename Simd<T>::V acc) noexcept {
+  if constexpr (kWidth == 0) {
+    return acc[0];
+  } else {
+    acc += __builtin_shuffle(acc, fold_mask<T, kWidth>(std::make_index_sequence<Simd<T>::kLanes>{}));
+    return tree_over_lanes<T, kWidth / 2>(acc);
+  }
+}
+
+// The tail (fewer than lanes elements) after the tree, one by one: through a
+// zero-padded buffer it was slower (the scalar stores do not forward to the vector load).
+template <class T>
+inline T lane_sum(const T* a, int64_t n) noexcept {
+  using S = Simd<T>;
+  typename S::V acc{};
+  int64_t i = 0;
+  for (; i + S::kLanes <= n; i += S::kLanes) acc += S::load(a + i);
+  T r = tree_over_lanes<T>(acc);
+  for (; i < n; ++i) r += a[i];
+  return r;
+}
+
+template <class T>
+inline T lane_dot(const T* a, const T* b, int64_t n) noexcept {
+  using S = Simd<T>;
+  typename S::V acc{};
+  int64_t i = 0;
+  for (; i + S::kLanes <= n; i += S::kLanes) acc += S::load(a + i) * S::load(b + i);
+  T r = tree_over_lanes<T>(acc);
+  for (; i < n; ++i) r += a[i] * b[i];
+  return r;
 }
 
 // An odd number of cache lines at least n elements long: rows this far apart

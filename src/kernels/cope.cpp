@@ -15,30 +15,18 @@
 #include <cstring>
 #include <vector>
 
+#include "attention_simd.h"
 #include "posenc/error.h"
 #include "small_gemm.h"
 
 namespace posenc::kernels {
 namespace {
 
-// One vector of partial sums, then a tree over its lanes: a plain running sum is
-// one serial chain of FMAs that the compiler may not reorder, here where every
-// query row dots every key before it. One routine for every caller, so the
-// forward and the backward's recomputed gates agree to the bit.
+// The gates' dot products over lanes (detail::lane_dot): one routine for every
+// caller, so the forward and the backward's recomputed gates agree to the bit.
 template <class T>
 T dot(const T* a, const T* b, int64_t n) noexcept {
-  using S = detail::Simd<T>;
-  typename S::V acc{};
-  int64_t d = 0;
-  for (; d + S::kLanes <= n; d += S::kLanes) acc += S::load(a + d) * S::load(b + d);
-  T lanes[S::kLanes];
-  std::memcpy(lanes, &acc, sizeof acc);
-  for (int64_t width = S::kLanes / 2; width >= 1; width /= 2) {
-    for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-  }
-  T r = lanes[0];
-  for (; d < n; ++d) r += a[d] * b[d];
-  return r;
+  return detail::lane_dot(a, b, n);
 }
 
 // Where a position falls between the table's rows: P = min(p, npos - 1),
