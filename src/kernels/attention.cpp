@@ -22,7 +22,8 @@
 //             row stride ldr - 1, transposed lanes x lanes in registers.
 //   values    the tile's band rows of P^T are transposed into W[m][c - c_lo]
 //             (one key per column), keys outside the band summed into Wlo /
-//             Whi; W keeps each tile's max and is rescaled once at the end;
+//             Whi (a tile with no band key adds the softmax's tile sum); W
+//             keeps each tile's max and is rescaled once at the end;
 //             then O += W . rel_v with W read at row stride ldw + 1, which turns
 //             column c into table row c - m, plus the clipped sums on rows 0, 2K.
 //   2D        Eh[y][m] = Rh^T[y - y_m + Hg - 1][m], Ew[x][m] likewise, from
