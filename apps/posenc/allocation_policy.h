@@ -7,7 +7,7 @@
 namespace posenc::cli {
 
 // Keep freed memory in the process for reuse (no mmap'd blocks, no heap
-// trimming). A no-op when the user set GLIBC_TUNABLES glibc.malloc.* keys
+// trimming, one arena for every thread). A no-op when the user set GLIBC_TUNABLES glibc.malloc.* keys
 // themselves, or on a C library other than glibc. True when it changed malloc's settings.
 bool keep_freed_memory_for_reuse();
 
