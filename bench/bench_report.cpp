@@ -164,8 +164,8 @@ int check_baseline_blas(char** argv) {
 
 void keep_freed_memory_for_both_sides() {
   if (cli::keep_freed_memory_for_reuse()) {
-    std::printf("malloc: freed memory kept for reuse by both sides, as posenc train does (mmap_max 0, no trim, one arena); "
-                "a glibc.malloc.* key in GLIBC_TUNABLES keeps yours instead\n");
+    std::printf("malloc: freed memory kept for reuse by both sides, as posenc train does (mmap_max 0, no trim, "
+                "one arena); a glibc.malloc.* key in GLIBC_TUNABLES keeps yours instead\n");
   } else {
     std::printf("malloc: as set in GLIBC_TUNABLES (or not glibc), for both sides\n");
   }

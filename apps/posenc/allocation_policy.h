@@ -7,8 +7,9 @@
 namespace posenc::cli {
 
 // Keep freed memory in the process for reuse (no mmap'd blocks, no heap
-// trimming, one arena for every thread). A no-op when the user set GLIBC_TUNABLES glibc.malloc.* keys
-// themselves, or on a C library other than glibc. True when it changed malloc's settings.
+// trimming, one arena for every thread). A no-op when the user set
+// GLIBC_TUNABLES glibc.malloc.* keys themselves, or on a C library other than
+// glibc. True when it changed malloc's settings.
 bool keep_freed_memory_for_reuse();
 
 }  // namespace posenc::cli

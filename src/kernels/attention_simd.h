@@ -155,9 +155,6 @@ inline void transpose_block(const T* src, int64_t lds, T* dst, int64_t ldd) noex
   for (int64_t i = 0; i < S::kLanes; ++i) S::store(dst + i * ldd, r[i]);
 }
 
-// Sum and dot product through one vector of partial sums, then a tree over its
-// lanes: a plain running sum is one serial chain of adds that the compiler may
-// not reorder (four cycles an element where a vector takes one for sixteen).
 // Lane l + width (mod lanes) to lane l: the tree's step of that width, in registers.
 template <class T, int64_t kWidth, size_t... Is>
 inline typename SimdInt<T>::I fold_mask(std::index_sequence<Is...>) noexcept {
@@ -177,6 +174,9 @@ inline T tree_over_lanes(typename Simd<T>::V acc) noexcept {
   }
 }
 
+// Sum and dot product through one vector of partial sums, then a tree over its
+// lanes: a plain running sum is one serial chain of adds that the compiler may
+// not reorder (four cycles an element where a vector takes one for sixteen).
 // The tail (fewer than lanes elements) after the tree, one by one: through a
 // zero-padded buffer it was slower (the scalar stores do not forward to the vector load).
 template <class T>

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "attention_simd.h"
@@ -21,13 +20,6 @@
 
 namespace posenc::kernels {
 namespace {
-
-// The gates' dot products over lanes (detail::lane_dot): one routine for every
-// caller, so the forward and the backward's recomputed gates agree to the bit.
-template <class T>
-T dot(const T* a, const T* b, int64_t n) noexcept {
-  return detail::lane_dot(a, b, n);
-}
 
 // Where a position falls between the table's rows: P = min(p, npos - 1),
 // b = (1 - w) z[f] + w z[c]. NaN p gives w NaN (and rows 0).
@@ -149,15 +141,20 @@ void cope_row(const CopeParams<T>& prm, const T* q, const T* k, int64_t ldk, con
   const int64_t dh = prm.head_dim;
   const T scale = static_cast<T>(prm.scale);
   for (int64_t j = 0; j <= last; ++j) {
-    // A padded key is masked before the sigmoid in the paper's code: it counts 0.
-    g[j] = pad != nullptr && pad[j] != 0 ? T(0) : T(1) / (T(1) + std::exp(-scale * dot(q, k + j * ldk, dh)));
+    // A padded key is masked before the sigmoid in the paper's code: it counts 0. Every caller (the
+    // forward and the backward's recomputed gates) takes this dot product, so they agree to the bit.
+    if (pad != nullptr && pad[j] != 0) {
+      g[j] = T(0);
+      continue;
+    }
+    g[j] = T(1) / (T(1) + std::exp(-scale * detail::lane_dot(q, k + j * ldk, dh)));
   }
   double acc = 0;
   for (int64_t j = last; j >= 0; --j) {
     acc += static_cast<double>(g[j]);
     p[j] = static_cast<T>(acc);
   }
-  for (int64_t t = 0; t < prm.npos; ++t) z[t] = dot(q, prm.e + t * dh, dh);
+  for (int64_t t = 0; t < prm.npos; ++t) z[t] = detail::lane_dot(q, prm.e + t * dh, dh);
 }
 
 template <class T>

@@ -193,10 +193,12 @@ TEST(Charts, LongDotNamesGrowTheImageAndAreNotCut) {
   const double width = scratch.text_width(name, detail::kTickSize);
   ASSERT_GT(width, 0.35 * f.height + 20);  // the case: longer than the old cut
   const Image image(render_dots(f));
-  EXPECT_EQ(image.height(), f.height + static_cast<int>(std::ceil(width)) - static_cast<int>(std::ceil(0.35 * f.height)));
+  EXPECT_EQ(image.height(),
+            f.height + static_cast<int>(std::ceil(width)) - static_cast<int>(std::ceil(0.35 * f.height)));
   // The name's rows: ink within 6 columns of the slot's centre, below the
   // plot's bottom tick (the name starts 7 rows under the plot, the tick ends 5).
-  const int centre = static_cast<int>(std::floor(detail::kChartLeft + (f.width - detail::kChartLeft - detail::kChartRight) / 2.0));
+  const int centre =
+      static_cast<int>(std::floor(detail::kChartLeft + (f.width - detail::kChartLeft - detail::kChartRight) / 2.0));
   const int top = image.height() - static_cast<int>(std::ceil(width)) - 8;
   int first = -1, last = -1;
   for (int y = top; y < image.height(); ++y) {
