@@ -161,22 +161,18 @@ namespace posenc::nn {
 struct AttentionTerms;
 struct AttentionCall;
 }  // namespace posenc::nn
+namespace posenc::nn::detail {
+struct TermSpecObject;
+using TermSpecArg = c10::intrusive_ptr<TermSpecObject>;
+}  // namespace posenc::nn::detail
 
 namespace posenc::nn::dispatch {
 
-std::tuple<at::Tensor, at::Tensor> attention_fused(
-    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& offset_bias,
-    const c10::optional<at::Tensor>& grid_bias, const c10::optional<at::Tensor>& bias,
-    const c10::optional<at::Tensor>& rel_k, const c10::optional<at::Tensor>& rel_v, int64_t max_distance,
-    const c10::optional<at::Tensor>& content_shift, const c10::optional<at::Tensor>& relative_shift,
-    const c10::optional<at::Tensor>& grid_h, const c10::optional<at::Tensor>& grid_w, int64_t grid_height,
-    int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
-    bool return_weights,
-    const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
-    const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
-    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold,
-    const c10::optional<at::Tensor>& cope_e, const c10::optional<at::Tensor>& rel_q,
-    const c10::optional<at::Tensor>& rel_index);
+// terms: the term list of `spec` (posenc/nn/attention_terms.h).
+std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                   at::TensorList terms, const detail::TermSpecArg& spec,
+                                                   bool causal, const c10::optional<at::Tensor>& key_padding_mask,
+                                                   c10::optional<double> scale, bool return_weights);
 
 }  // namespace posenc::nn::dispatch
 

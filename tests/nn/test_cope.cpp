@@ -184,12 +184,12 @@ TEST(CopeBias, Errors) {
   expect_value_error([&] { ops::cope_bias(q, k, at::randn({8, 4}), -1.0); },
                      "[cope_bias] scale must be finite and > 0, got -1");
   AttentionTerms terms;
-  terms.cope.e = at::randn({8, 4});
+  terms.tiles = {cope_tile(at::randn({8, 4}))};
   expect_value_error([&] { ops::attention(q, k, k, terms); },
                      "[attention] the CoPE term needs causal attention (CoPE is defined for decoders), got causal "
                      "false");
   terms.causal = true;
-  terms.cope.e = at::randn({8, 5});
+  terms.tiles = {cope_tile(at::randn({8, 5}))};
   expect_value_error([&] { ops::attention(q, k, k, terms); },
                      "[attention] cope_e must be [npos, Dh] with npos >= 1 and Dh = 4, got (8, 5)");
 }

@@ -243,17 +243,20 @@ TEST(FireBias, Errors) {
   // The attention: FIRE needs the causal mask, and one head count.
   const at::Tensor q = at::randn({1, 2, 3, 4}, kF64);
   AttentionTerms terms;
-  terms.fire = t;
+  terms.tiles = {fire_tile(t)};
   expect_value_error([&] { ops::attention_fused(q, q, q, terms); },
                      "[attention] the FIRE term needs causal attention (FIRE is defined for decoders), got causal "
                      "false");
   AttentionCall causal;
   causal.causal = true;
-  terms.fire.w2 = at::zeros({3, 4}, kF64);
+  FireTerm bad = t;
+  bad.w2 = at::zeros({3, 4}, kF64);
+  terms.tiles = {fire_tile(bad)};
   expect_value_error([&] { ops::attention_composed(q, q, q, terms, causal); },
                      "[attention] fire_w2 must be [H, hidden] = [2, 4], got (3, 4)");
-  terms.fire = t;
-  terms.fire.c = at::Tensor();
+  bad = t;
+  bad.c = at::Tensor();
+  terms.tiles = {fire_tile(bad)};
   expect_value_error([&] { ops::attention_fused(q, q, q, terms, causal); },
                      "[attention] the FIRE term needs fire_w1, fire_b1, fire_w2, fire_b2, fire_c and "
                      "fire_threshold, got no fire_c");

@@ -162,23 +162,80 @@ def small():
     return z(1, 2, 3, 4), z(1, 2, 3, 4), z(1, 2, 3, 4)
 
 
+def spec():
+    return torch.classes.posenc.TermSpec()
+
+
 def test_attention_fused_op_checks_with_the_same_words():
     q, k, v = small()
     with pytest.raises(ValueError, match=re.escape("[attention] content_shift (xl_u) must be [H, Dh] = [2, 4], "
                                                    "got [2, 5]")):
-        ops.attention_fused(q, k, v, content_shift=z(2, 5).requires_grad_())
+        ops.attention_fused(q, k, v, [z(2, 5).requires_grad_()], spec().content_shift())
     with pytest.raises(ValueError, match=re.escape("[attention] offset_bias must be [H, Tq + Tk - 1] = [2, 5], "
                                                    "got [2, 6]")):
-        ops.attention_fused(q, k, v, offset_bias=z(2, 6))
+        ops.attention_fused(q, k, v, [z(2, 6)], spec().offset_rows())
     with pytest.raises(ValueError, match=re.escape("[attention] grid_bias must be [H, 2*height-1, 2*width-1] = "
                                                    "[2, 1, 5], got [2, 3, 5]")):
-        ops.attention_fused(q, k, v, grid_bias=z(2, 3, 5), grid_height=1, grid_width=3)
+        ops.attention_fused(q, k, v, [z(2, 3, 5)], spec().grid_rows(1, 3))
     with pytest.raises(ValueError, match=re.escape("[attention] 2D terms need q_len = k_len = height*width = 4, "
                                                    "got q_len 3 and k_len 3")):
-        ops.attention_fused(q, k, v, grid_bias=z(2, 3, 3), grid_height=2, grid_width=2)
-    with pytest.raises(ValueError, match=re.escape("[attention] grid_h and grid_w (rel_2d table_h and table_w) come "
-                                                   "together, got only grid_w")):
-        ops.attention_fused(q, k, v, grid_w=z(5, 4), grid_height=1, grid_width=3)
+        ops.attention_fused(q, k, v, [z(2, 3, 3)], spec().grid_rows(2, 2))
+
+
+# ---- the term list and its spec ----------------------------------------------------------------
+
+@pytest.mark.parametrize("call, message", [
+    (lambda q: ops.attention_fused(q, q, q, [z(2, 5)], spec().offset_rows().dense_bias()),
+     "[attention] the term list must have 2 tensors for its spec [offset_rows, dense_bias], got 1"),
+    (lambda q: ops.attention_fused(q, q, q, [z(2, 5), z(2, 5)], spec().offset_rows().offset_rows()),
+     "[attention] the spec has offset_rows twice"),
+    (lambda q: ops.attention_fused(q, q, q, [z(7, 4), z(5, 4)], spec().relative_keys(3).relative_values(2)),
+     "[attention] relative_values(K=2) must share max_distance with relative_keys(K=3)"),
+    (lambda q: ops.attention_fused(q, q, q, [z(2, 3, 3), z(3, 4), z(3, 4)],
+                                   spec().grid_rows(2, 2).grid_tables(2, 1)),
+     "[attention] grid_tables(2x1) must share its grid with grid_rows(2x2)"),
+    (lambda q: ops.attention_fused(q, q, q, [z(3, 4)], spec().tile("alibi")),
+     "[attention] unknown tile kind 'alibi' (known: cope, fire)"),
+    (lambda q: ops.attention_fused(q, q, q, [z(5, 3)], spec().tile("cope").causal()),
+     "[attention] cope_e must be [npos, Dh] with npos >= 1 and Dh = 4, got (5, 3)"),
+    (lambda q: ops.attention_fused(q, q, q, [z(5, 4).to(torch.float64)], spec().relative_keys(2)),
+     "[attention] rel_k must have q's dtype (float32), got float64"),
+], ids=["count", "twice", "max-distance", "grid", "unknown-kind", "tile-shape", "dtype"])
+def test_term_list_refusals_name_the_term(call, message):
+    with pytest.raises((ValueError, TypeError)) as e:
+        call(small()[0])
+    assert str(e.value).splitlines()[0] == message
+
+
+def test_term_spec_describes_its_entries():
+    s = spec().offset_rows().relative_keys(4).relative_values(4).grid_tables(3, 2).tile("fire").causal()
+    assert s.describe() == ("[offset_rows, relative_keys(K=4), relative_values(K=4), grid_tables(3x2), "
+                            "tile(fire), causal]")
+    assert s.tensor_count() == 1 + 1 + 1 + 2 + 6
+
+
+def test_term_list_gradients_come_back_in_list_order():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 3, 4, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    rows = torch.randn(2, 5, dtype=torch.float64, requires_grad=True)
+    table = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(2, 3, 3, dtype=torch.float64, requires_grad=True)
+    # The same terms in two orders: each gradient lands on its own tensor.
+    for tensors, s in (([rows, table, bias], spec().offset_rows().relative_keys(2).dense_bias()),
+                       ([bias, rows, table], spec().dense_bias().offset_rows().relative_keys(2))):
+        out, _ = ops.attention_fused(q, k, v, tensors, s)
+        grads = torch.autograd.grad(out.sum(), tensors)
+        for t, g in zip(tensors, grads):
+            assert g.shape == t.shape
+    # against the composed path of the sugar
+    for x in (q, k, v, rows, table, bias):
+        x.grad = None
+    out = posenc.attention(q, k, v, offset_bias=rows, rel_k=table, bias=bias, path="composed")
+    expected = torch.autograd.grad(out.sum(), (rows, table, bias))
+    out, _ = ops.attention_fused(q, k, v, [bias, rows, table], spec().dense_bias().offset_rows().relative_keys(2))
+    got = torch.autograd.grad(out.sum(), (bias, rows, table))
+    for e, g in zip(expected, (got[1], got[2], got[0])):
+        torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------

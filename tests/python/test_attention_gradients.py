@@ -224,8 +224,8 @@ def test_grid_bias_gradient_of_the_fused_op():
     bias = leaf(randn((2, 6, 6), 4))
 
     def f(q, k, v, grid_bias, bias):
-        return torch.ops.posenc.attention_fused(q, k, v, grid_bias=grid_bias, bias=bias, grid_height=2,
-                                                grid_width=3)[0]
+        spec = torch.classes.posenc.TermSpec().grid_rows(2, 3).dense_bias()
+        return torch.ops.posenc.attention_fused(q, k, v, [grid_bias, bias], spec)[0]
     assert gradcheck(f, (q, k, v, grid_bias, bias))
 
 

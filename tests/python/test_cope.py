@@ -90,7 +90,8 @@ def test_fused_per_row_equals_composed(dtype, tol):
         m.zero_grad()
         qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
         if path == "fused":
-            out, _ = attention_fused(qq, kk, vv, causal=True, key_padding_mask=padding, cope_e=m.e)
+            spec = torch.classes.posenc.TermSpec().tile("cope")
+            out, _ = attention_fused(qq, kk, vv, [m.e], spec, causal=True, key_padding_mask=padding)
         else:
             out = posenc.attention(qq, kk, vv, key_padding_mask=padding, path="composed",
                                    **m.attention_kwargs(q_len, k_len))
@@ -135,7 +136,7 @@ def test_multihead_attention_by_name():
     (lambda: cope_bias(inputs()[1], inputs()[0], inputs()[2], 0.5),
      "[cope_bias] CoPE is causal and needs q_len <= k_len, got q_len 7 and k_len 4"),
     (lambda: attention_fused(*(torch.randn(1, 3, 2, 4, dtype=torch.float64),) * 3,
-                             cope_e=torch.zeros(5, 4, dtype=torch.float64)),
+                             [torch.zeros(5, 4, dtype=torch.float64)], torch.classes.posenc.TermSpec().tile("cope")),
      "[attention] the CoPE term needs causal attention (CoPE is defined for decoders), got causal false"),
 ])
 def test_errors(call, message):

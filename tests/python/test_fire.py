@@ -114,9 +114,8 @@ def test_fused_per_tile_equals_composed_dense(dtype, tol):
         m.zero_grad()
         qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
         if fused:
-            names = ("fire_w1", "fire_b1", "fire_w2", "fire_b2", "fire_c", "fire_threshold")
-            out, _ = attention_fused(qq, kk, vv, causal=True, key_padding_mask=padding,
-                                     **dict(zip(names, m.terms())))
+            out, _ = attention_fused(qq, kk, vv, list(m.terms()), torch.classes.posenc.TermSpec().tile("fire"),
+                                     causal=True, key_padding_mask=padding)
         else:
             out = posenc.attention(qq, kk, vv, key_padding_mask=padding, path="composed",
                                    **m.attention_kwargs(q_len, k_len))
@@ -148,9 +147,8 @@ def test_multihead_attention_takes_it():
      "[fire_bias] threshold must be > 0, got nan"),
     (lambda: fire_bias(params()[0], params()[1], torch.zeros(3, 2, dtype=torch.float64), *params()[3:], 2, 2),
      "[fire_bias] w2 must be [H, hidden] = [H, 5], got (3, 2)"),
-    (lambda: attention_fused(*(torch.randn(1, 3, 2, 4, dtype=torch.float64),) * 3,
-                             **dict(zip(("fire_w1", "fire_b1", "fire_w2", "fire_b2", "fire_c", "fire_threshold"),
-                                        params()))),
+    (lambda: attention_fused(*(torch.randn(1, 3, 2, 4, dtype=torch.float64),) * 3, list(params()),
+                             torch.classes.posenc.TermSpec().tile("fire")),
      "[attention] the FIRE term needs causal attention (FIRE is defined for decoders), got causal false"),
 ])
 def test_errors(call, message):

@@ -34,4 +34,11 @@ at::Tensor t5_bias(const at::Tensor& table, int64_t q_len, int64_t k_len, bool b
 at::Tensor t5_bias_2d(const at::Tensor& table_h, const at::Tensor& table_w, int64_t height, int64_t width,
                       bool bidirectional = true, int64_t max_distance = 128);
 
+// Offset-bias rows for the attention terms (posenc/nn/attention_terms.h), [H, q_len + k_len - 1] (element d + k_len - 1 for d = j - i' in [-(k_len-1), q_len-1]):
+// ALiBi -m_h |d| from slopes [H] (differentiable wrt slopes); T5 table[bucket(d), h] from
+// table [num_buckets, H] (differentiable wrt table).
+at::Tensor alibi_offset_bias(const at::Tensor& slopes, int64_t q_len, int64_t k_len);
+at::Tensor t5_offset_bias(const at::Tensor& table, int64_t q_len, int64_t k_len, bool bidirectional = true,
+                          int64_t max_distance = 128);
+
 }  // namespace posenc::nn::ops

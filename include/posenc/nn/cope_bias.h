@@ -6,7 +6,7 @@
 // added to the logits after the scaling (formula, layouts and gradients:
 // posenc/kernels/cope.h). The term depends on q and k, so the module cannot
 // give a dense [H, Tq, Tk] bias by itself: it hands the attention its table
-// (AttentionTerms::cope) and the attention op computes the term from q and k,
+// (the tile kind "cope") and the attention op computes the term from q and k,
 // per query row in the fused kernel, never as a (Tq, Tk) tensor.
 //
 // As the authors' code (the paper's CoPE listing; facebookresearch/RAM
@@ -29,6 +29,10 @@
 
 namespace posenc::nn {
 
+// The attention's tile term of kind "cope" (registered in src/nn/ops/cope.cpp):
+// its table e [npos, Dh], shared by the heads.
+inline TileTerm cope_tile(const at::Tensor& e) { return {"cope", {e}}; }
+
 struct CopeBiasOptions {
   CopeBiasOptions(int64_t num_heads, int64_t head_dim) : num_heads_(num_heads), head_dim_(head_dim) {}
   TORCH_ARG(int64_t, num_heads);
@@ -50,7 +54,7 @@ class CopeBiasImpl : public AttentionBiasImpl {
   // q (B, H, Tq, Dh), k (B, H, Tk, Dh) -> (B, H, Tq, Tk): the term, -inf where j > i'; differentiable.
   at::Tensor bias(const at::Tensor& q, const at::Tensor& k, double scale,
                   const std::optional<at::Tensor>& key_padding_mask = std::nullopt);
-  // The table (terms.cope) and the causal mask.
+  // The table (terms.tiles, kind "cope") and the causal mask.
   void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 

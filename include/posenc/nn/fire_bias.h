@@ -5,7 +5,7 @@
 //   f: 1 -> hidden (ReLU) -> num_heads
 // (formula, layouts and gradients: posenc/kernels/fire.h). The bias depends on
 // the query position, not only on the offset, so it reaches the fused
-// attention as a term computed per tile (AttentionTerms::fire), never as a
+// attention as a term computed per tile (the tile kind "fire"), never as a
 // (Tq, Tk) tensor; bias() gives the dense [H, Tq, Tk] form.
 //
 // Parameters and their initialisation follow the authors' PyTorch code (the
@@ -29,6 +29,20 @@
 
 namespace posenc::nn {
 
+// FIRE's tensors (posenc/kernels/fire.h), the tensors of its tile term in
+// this order; undefined w1: absent.
+struct FireTerm {
+  at::Tensor w1, b1;    // [hidden]: the 1 -> hidden layer
+  at::Tensor w2;        // [H, hidden]
+  at::Tensor b2;        // [H]
+  at::Tensor c;         // 0-d, > 0
+  at::Tensor threshold; // 0-d L, > 0
+  bool defined() const noexcept { return w1.defined(); }
+};
+
+// The attention's tile term of kind "fire" (registered in src/nn/ops/fire.cpp).
+inline TileTerm fire_tile(const FireTerm& t) { return {"fire", {t.w1, t.b1, t.w2, t.b2, t.c, t.threshold}}; }
+
 struct FireBiasOptions {
   /* implicit */ FireBiasOptions(int64_t num_heads) : num_heads_(num_heads) {}
   TORCH_ARG(int64_t, num_heads);
@@ -49,7 +63,7 @@ class FireBiasImpl : public AttentionBiasImpl {
   void reset_parameters();
   // [H, q_len, k_len], -inf where j > i' (i' = i + k_len - q_len); differentiable.
   at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  // The per-tile term (terms.fire) and the causal mask.
+  // The per-tile term (terms.tiles, kind "fire") and the causal mask.
   void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
@@ -67,7 +81,7 @@ class FireBiasImpl : public AttentionBiasImpl {
   at::Tensor threshold() const;
 
  private:
-  // terms.fire in `compute` (differentiable wrt every parameter).
+  // The tile term's tensors in `compute` (differentiable wrt every parameter).
   FireTerm term(at::ScalarType compute) const;
 
   FireBiasOptions options_;

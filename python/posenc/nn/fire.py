@@ -7,8 +7,9 @@ interpolated offset,
 with c = |c| and L = |L_multiplier * init_L| learned (the authors' parameterisation: init c = 0.1,
 init_L = 512 fixed, multiplier 1; torch.nn.Linear's default draws for f). FIRE is defined for decoders:
 causal must be True. The C++ module (include/posenc/nn/fire_bias.h) hands the fused attention the
-parameters and the kernel computes the bias per tile; posenc.attention has no FIRE keyword yet, so
-attention_kwargs passes the dense bias here (torch.ops.posenc.attention_fused takes fire_* directly).
+parameters and the kernel computes the bias per tile; attention_kwargs passes the dense bias here, and
+terms() the six tensors of the tile term "fire" (posenc.attention(..., fire=terms()), or
+torch.ops.posenc.attention_fused with TermSpec().tile("fire")).
 """
 
 import math

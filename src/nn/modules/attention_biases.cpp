@@ -165,4 +165,82 @@ void T5Bias2dImpl::pretty_print(std::ostream& stream) const {
          << ")";
 }
 
+// ---------------------------------------------------------------------------
+// The attention terms (posenc/nn/attention_terms.h): offset and grid rows, O(H*T).
+
+namespace {
+
+// Offsets d = j - i' of every (query, key) pair: -(k_len-1) .. q_len-1, as int64.
+at::Tensor offsets(int64_t q_len, int64_t k_len) { return at::arange(-(k_len - 1), q_len, at::kLong); }
+
+// Offsets -(n-1) .. n-1 along one grid axis.
+at::Tensor axis_offsets(int64_t n) { return at::arange(-(n - 1), n, at::kLong); }
+
+// Sums two optional terms (a family may add to what another wrote).
+void accumulate(at::Tensor& slot, const at::Tensor& value) { slot = slot.defined() ? slot + value : value; }
+
+}  // namespace
+
+namespace ops {
+
+// slopes [H] -> [H, q_len + k_len - 1]: -m_h |d|
+at::Tensor alibi_offset_bias(const at::Tensor& slopes, int64_t q_len, int64_t k_len) {
+  TORCH_CHECK_VALUE(slopes.defined() && slopes.dim() == 1, "[attention] alibi_slopes must be 1-D [H], got ",
+                    slopes.defined() ? slopes.dim() : 0, "-D");
+  const at::Tensor distance = offsets(q_len, k_len).abs().to(slopes.scalar_type());
+  return -slopes.unsqueeze(1) * distance.unsqueeze(0);
+}
+
+// table [num_buckets, H] -> [H, q_len + k_len - 1]: table[bucket(d), h]
+at::Tensor t5_offset_bias(const at::Tensor& table, int64_t q_len, int64_t k_len, bool bidirectional,
+                          int64_t max_distance) {
+  TORCH_CHECK_VALUE(table.defined() && table.dim() == 2, "[attention] t5_table must be 2-D [num_buckets, H], got ",
+                    table.defined() ? table.dim() : 0, "-D");
+  const at::Tensor buckets =
+      t5_bucket(offsets(q_len, k_len), kernels::T5BucketParams{bidirectional, table.size(0), max_distance});
+  return table.index_select(0, buckets).t().contiguous();
+}
+
+}  // namespace ops
+
+void AttentionBiasImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
+  accumulate(terms.bias, bias(q_len, k_len).to(compute));
+}
+
+void AlibiBiasImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
+  // From the exact slopes in double, rounded once (as bias() does).
+  const at::Tensor slopes = ops::alibi_slopes(num_heads(), at::kDouble);
+  accumulate(terms.offset_bias, ops::alibi_offset_bias(slopes, q_len, k_len).to(compute));
+  if (options_.causal()) terms.causal = true;
+}
+
+void T5BiasImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
+  accumulate(terms.offset_bias,
+             ops::t5_offset_bias(table_.to(compute), q_len, k_len, options_.bidirectional(), options_.max_distance()));
+}
+
+void AlibiBias2dImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
+  bias(q_len, k_len);  // the grid-length check, with this module's message
+  const at::Tensor dy = axis_offsets(options_.height()).to(at::kDouble).unsqueeze(1);
+  const at::Tensor dx = axis_offsets(options_.width()).to(at::kDouble).unsqueeze(0);
+  const at::Tensor distance = options_.distance() == kernels::GridDistance::kManhattan
+                                  ? dy.abs() + dx.abs()
+                                  : (dy * dy + dx * dx).sqrt();
+  const at::Tensor slopes = ops::alibi_slopes(num_heads(), at::kDouble).view({num_heads(), 1, 1});
+  accumulate(terms.grid_bias, (-slopes * distance.unsqueeze(0)).to(compute));
+  terms.grid_height = options_.height();
+  terms.grid_width = options_.width();
+}
+
+void T5Bias2dImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
+  bias(q_len, k_len);
+  const kernels::T5BucketParams params{options_.bidirectional(), options_.num_buckets(), options_.max_distance()};
+  // [H, 2*height-1] and [H, 2*width-1], summed into [H, 2*height-1, 2*width-1]
+  const at::Tensor rows = table_h_.to(compute).index_select(0, ops::t5_bucket(axis_offsets(options_.height()), params)).t();
+  const at::Tensor cols = table_w_.to(compute).index_select(0, ops::t5_bucket(axis_offsets(options_.width()), params)).t();
+  accumulate(terms.grid_bias, rows.unsqueeze(2) + cols.unsqueeze(1));
+  terms.grid_height = options_.height();
+  terms.grid_width = options_.width();
+}
+
 }  // namespace posenc::nn

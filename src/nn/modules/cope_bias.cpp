@@ -47,8 +47,10 @@ at::Tensor CopeBiasImpl::bias(const at::Tensor& q, const at::Tensor& k, double s
 void CopeBiasImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
   terms.causal = true;
   if (q_len == 0 || k_len == 0) return;  // no pair
-  TORCH_CHECK_VALUE(!terms.cope.defined(), "[", name(), "] the attention terms already hold a CoPE term");
-  terms.cope.e = e_.to(compute);
+  for (const TileTerm& tile : terms.tiles) {
+    TORCH_CHECK_VALUE(tile.kind != "cope", "[", name(), "] the attention terms already hold a CoPE term");
+  }
+  terms.tiles.push_back(cope_tile(e_.to(compute)));
 }
 
 void CopeBiasImpl::pretty_print(std::ostream& stream) const {

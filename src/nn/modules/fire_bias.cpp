@@ -71,8 +71,10 @@ at::Tensor FireBiasImpl::bias(int64_t q_len, int64_t k_len) {
 void FireBiasImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
   terms.causal = true;
   if (q_len == 0 || k_len == 0) return;  // no pair
-  TORCH_CHECK_VALUE(!terms.fire.defined(), "[", name(), "] the attention terms already hold a FIRE term");
-  terms.fire = term(compute);
+  for (const TileTerm& tile : terms.tiles) {
+    TORCH_CHECK_VALUE(tile.kind != "fire", "[", name(), "] the attention terms already hold a FIRE term");
+  }
+  terms.tiles.push_back(fire_tile(term(compute)));
 }
 
 void FireBiasImpl::pretty_print(std::ostream& stream) const {

@@ -311,4 +311,42 @@ void Relative2dImpl::pretty_print(std::ostream& stream) const {
          << ")";
 }
 
+// ---------------------------------------------------------------------------
+// The attention terms (posenc/nn/attention_terms.h): the tables, never a (Tq, Tk) tensor.
+
+void ShawRelativeImpl::add_terms(AttentionTerms& terms, int64_t /*q_len*/, int64_t /*k_len*/,
+                                 at::ScalarType compute) {
+  terms.rel_k = key_table_.to(compute);
+  if (options_.values()) terms.rel_v = value_table_.to(compute);
+  terms.max_distance = options_.max_distance();
+}
+
+void SinusoidalRelativeImpl::add_terms(AttentionTerms& terms, int64_t /*q_len*/, int64_t /*k_len*/,
+                                       at::ScalarType compute) {
+  const at::Tensor t = table(compute);  // one table for keys and values (NEZHA)
+  terms.rel_k = t;
+  if (options_.values()) terms.rel_v = t;
+  terms.max_distance = options_.max_distance();
+}
+
+void TransformerXLRelativeImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len,
+                                          at::ScalarType compute) {
+  // Every offset has its own vector: K reaches -(Tk-1) .. Tq-1.
+  const int64_t max_distance = std::max<int64_t>(std::max(q_len, k_len) - 1, 0);
+  terms.rel_k = table(max_distance, compute);
+  terms.max_distance = max_distance;
+  terms.content_shift = u_.to(compute);
+  terms.relative_shift = v_.to(compute);
+}
+
+void Relative2dImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
+  const int64_t cells = options_.height() * options_.width();
+  TORCH_CHECK_VALUE(q_len == cells && k_len == cells, "[", name(), "] q and k must both have height*width = ", cells,
+                    " positions, got ", q_len, " and ", k_len);
+  terms.grid_h = table_h_.to(compute);
+  terms.grid_w = table_w_.to(compute);
+  terms.grid_height = options_.height();
+  terms.grid_width = options_.width();
+}
+
 }  // namespace posenc::nn

@@ -1,6 +1,6 @@
 // The CoPE dense op, all of it in one place: schema, CPU kernel call,
 // autograd and the typed C++ API (posenc/nn/cope_bias.h), and the checks the
-// attention shares (ops/cope_support.h).
+// attention shares (ops/cope_support.h), and the attention's tile kind "cope".
 //   cope_bias           q, k, e, scale, key_padding_mask -> (B, H, Tq, Tk)
 //   cope_bias_backward  grad -> (dq, dk, de)
 // The backward has no autograd kernel of its own: first derivatives only, as
@@ -11,13 +11,16 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "op_support.h"
 #include "ops/cope_support.h"
 #include "ops/attention/cpu_inputs.h"
+#include "posenc/nn/tile_kind.h"
 #include "posenc/kernels/cope.h"
 #include "posenc/nn/cope_bias.h"
 
@@ -169,6 +172,48 @@ at::Tensor cope_bias_autograd(const at::Tensor& q, const at::Tensor& k, const at
                               const c10::optional<at::Tensor>& key_padding_mask) {
   return CopeBiasFunction::apply(q, k, e, scale, key_padding_mask);
 }
+
+// The attention's tile kind "cope": CoPE's table e, its term computed per query row from q and k by
+// kernels::CopeTileBias on the fused path, densely by cope_bias on the composed one.
+class CopeTileKind final : public TileKind {
+ public:
+  std::string name() const override { return "cope"; }
+  std::string display_name() const override { return "CoPE"; }
+  std::vector<std::string> tensor_names() const override { return {"cope_e"}; }
+  bool needs_causal() const override { return true; }
+  void check(const std::vector<at::Tensor>& t, const at::Tensor& q) const override {
+    detail::check_cope("attention", "cope_e", t[0], q);
+  }
+  std::shared_ptr<const kernels::TileBias<float>> fused_float(const TileInputs& in) const override {
+    return fused<float>(in);
+  }
+  std::shared_ptr<const kernels::TileBias<double>> fused_double(const TileInputs& in) const override {
+    return fused<double>(in);
+  }
+  // The kernel's buffer is de in e's layout.
+  std::vector<at::Tensor> gradients(const at::Tensor& buffer, const std::vector<at::Tensor>& tensors,
+                                    const std::vector<bool>& needs, at::ScalarType compute) const override {
+    return {needs[0] ? buffer.view(tensors[0].sizes()).to(compute) : at::Tensor()};
+  }
+  at::Tensor dense(const std::vector<at::Tensor>& t, const at::Tensor& q, const at::Tensor& k, double scale,
+                   const std::optional<at::Tensor>& key_padding_mask) const override {
+    return ops::cope_bias(q, k, t[0], scale, key_padding_mask);
+  }
+
+ private:
+  template <class T>
+  static std::shared_ptr<const kernels::TileBias<T>> fused(const TileInputs& in) {
+    const at::Tensor& e = in.tensors[0];
+    kernels::CopeParams<T> p;
+    p.npos = e.size(0), p.head_dim = e.size(1), p.e = e.data_ptr<T>();
+    p.scale = in.scale;
+    p.key_padding = in.key_padding, p.key_padding_stride = in.key_padding_stride;
+    return std::make_shared<const kernels::CopeTileBias<T>>(p, detail::matrix_of<const T>(in.q),
+                                                            detail::matrix_of<const T>(in.k), "attention");
+  }
+};
+
+const TileKindRegistration kCopeTile{std::make_unique<CopeTileKind>()};
 
 }  // namespace
 

@@ -1,6 +1,5 @@
-// Private: the check of CoPE's table (posenc/nn/attention_ops.h's CopeTerm),
-// shared by the cope_bias op (ops/cope.cpp) and the attention
-// (ops/attention/api.cpp).
+// Private: the check of CoPE's table, shared by the cope_bias op and the
+// attention's tile kind "cope" (both in ops/cope.cpp).
 #pragma once
 
 #include <ATen/ATen.h>

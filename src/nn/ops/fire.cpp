@@ -1,6 +1,6 @@
 // The FIRE dense-bias op, all of it in one place: schema, CPU kernel call,
 // autograd, the typed C++ API (posenc/nn/fire_bias.h) and the checks the
-// attention shares (ops/fire_support.h).
+// attention shares (ops/fire_support.h), and the attention's tile kind "fire".
 //   fire_bias           w1, b1, w2, b2, c, threshold -> [H, q_len, k_len]
 //   fire_bias_backward  grad -> the six gradients
 // The backward has no autograd kernel of its own: first derivatives only, as
@@ -11,10 +11,14 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "op_support.h"
+#include "posenc/nn/tile_kind.h"
 #include "ops/fire_support.h"
 #include "posenc/kernels/fire.h"
 #include "posenc/nn/fire_bias.h"
@@ -170,6 +174,55 @@ at::Tensor fire_bias_autograd(const at::Tensor& w1, const at::Tensor& b1, const 
                               const at::Tensor& c, const at::Tensor& threshold, int64_t q_len, int64_t k_len) {
   return FireBiasFunction::apply(w1, b1, w2, b2, c, threshold, q_len, k_len);
 }
+
+// The attention's tile kind "fire": FIRE's six tensors, computed per tile by
+// kernels::FireTileBias on the fused path, densely by fire_bias on the composed one.
+class FireTileKind final : public TileKind {
+ public:
+  std::string name() const override { return "fire"; }
+  std::string display_name() const override { return "FIRE"; }
+  std::vector<std::string> tensor_names() const override {
+    return {"fire_w1", "fire_b1", "fire_w2", "fire_b2", "fire_c", "fire_threshold"};
+  }
+  bool needs_causal() const override { return true; }
+  void check(const std::vector<at::Tensor>& t, const at::Tensor& q) const override {
+    detail::check_fire("attention", "fire_", term_of(t), q.size(1));
+  }
+  std::shared_ptr<const kernels::TileBias<float>> fused_float(const TileInputs& in) const override {
+    return fused<float>(in.tensors);
+  }
+  std::shared_ptr<const kernels::TileBias<double>> fused_double(const TileInputs& in) const override {
+    return fused<double>(in.tensors);
+  }
+  // The kernel's buffer holds the six in order (kernels/fire.h's fire_gradients layout).
+  std::vector<at::Tensor> gradients(const at::Tensor& buffer, const std::vector<at::Tensor>& tensors,
+                                    const std::vector<bool>& needs, at::ScalarType compute) const override {
+    std::vector<at::Tensor> grads(tensors.size());
+    int64_t at = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const int64_t n = tensors[i].numel();
+      if (needs[i]) grads[i] = buffer.narrow(0, at, n).view(tensors[i].sizes()).to(compute);
+      at += n;
+    }
+    return grads;
+  }
+  at::Tensor dense(const std::vector<at::Tensor>& t, const at::Tensor& q, const at::Tensor& k, double /*scale*/,
+                   const std::optional<at::Tensor>& /*key_padding_mask*/) const override {
+    return ops::fire_bias(t[0], t[1], t[2], t[3], t[4], t[5], q.size(2), k.size(2));
+  }
+
+ private:
+  static FireTerm term_of(const std::vector<at::Tensor>& t) { return {t[0], t[1], t[2], t[3], t[4], t[5]}; }
+  template <class T>
+  static std::shared_ptr<const kernels::TileBias<T>> fused(const std::vector<at::Tensor>& t) {
+    const double c = t[4].item<double>(), threshold = t[5].item<double>();
+    return std::make_shared<const kernels::FireTileBias<T>>(detail::fire_params<T>(t[0], t[1], t[2], t[3], c,
+                                                                                   threshold),
+                                                            "attention");
+  }
+};
+
+const TileKindRegistration kFireTile{std::make_unique<FireTileKind>()};
 
 }  // namespace
 

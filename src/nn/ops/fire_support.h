@@ -1,6 +1,6 @@
-// Private: the checks of FIRE's six tensors (posenc/nn/attention_ops.h's
-// FireTerm), shared by the fire_bias op (ops/fire.cpp) and the attention
-// (ops/attention/api.cpp), and their view as kernel parameters.
+// Private: the checks of FIRE's six tensors (posenc/nn/fire_bias.h's
+// FireTerm), shared by the fire_bias op and the attention's tile kind "fire"
+// (both in ops/fire.cpp), and their view as kernel parameters.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "posenc/kernels/fire.h"
-#include "posenc/nn/attention_ops.h"
+#include "posenc/nn/fire_bias.h"
 
 namespace posenc::nn::detail {
 

@@ -20,9 +20,14 @@
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include <string>
+#include <utility>
+
+#include "ops/attention/term_spec_object.h"
 #include "ops/rope/support.h"
 
 #define POSENC_SCALING "__torch__.torch.classes.posenc.RopeScaling"
+#define POSENC_TERM_SPEC "__torch__.torch.classes.posenc.TermSpec"
 
 TORCH_LIBRARY(posenc, m) {
   // Fixed sinusoidal table (kernels/sinusoidal.h).
@@ -260,19 +265,47 @@ TORCH_LIBRARY(posenc, m) {
         "Tensor? fire_b1=None, Tensor? fire_w2=None, Tensor? fire_b2=None, Tensor? fire_c=None, "
         "Tensor? fire_threshold=None, Tensor? cope_e=None, Tensor? rel_q=None, Tensor? rel_index=None) "
         "-> (Tensor, Tensor)");
-  // The fused forward (CPU, no gradient) on the terms of posenc::nn::AttentionTerms: offset_bias
-  // [H, Tq + Tk - 1] (element j - i' + Tk - 1), grid_bias [H, 2*grid_height-1, 2*grid_width-1],
-  // content_shift / relative_shift [H, Dh] (Transformer-XL's u / v), grid_h / grid_w the 2D tables;
-  // FIRE's fire_w1, fire_b1 [hidden], fire_w2 [H, hidden], fire_b2 [H], fire_c, fire_threshold 0-d
-  // (all six or none; computed per tile, needs causal); CoPE's table cope_e [npos, Dh] shared by the heads
-  // (the term computed from q and k per query row, needs causal); rel_q [rows, Dh] | [H, rows, Dh]
-  // (k_j . rel_q[row], DeBERTa's p2c) and rel_index int64 [2K+1] (the row of rel_k / rel_q for
-  // clip(j - i', -K, K) + K; rel_v absent).
-  m.def("attention_fused(Tensor q, Tensor k, Tensor v, Tensor? offset_bias=None, Tensor? grid_bias=None, "
-        "Tensor? bias=None, Tensor? rel_k=None, Tensor? rel_v=None, int max_distance=0, "
-        "Tensor? content_shift=None, Tensor? relative_shift=None, Tensor? grid_h=None, Tensor? grid_w=None, "
-        "int grid_height=0, int grid_width=0, bool causal=False, Tensor? key_padding_mask=None, "
-        "float? scale=None, bool return_weights=False, Tensor? fire_w1=None, Tensor? fire_b1=None, "
-        "Tensor? fire_w2=None, Tensor? fire_b2=None, Tensor? fire_c=None, Tensor? fire_threshold=None, "
-        "Tensor? cope_e=None, Tensor? rel_q=None, Tensor? rel_index=None) -> (Tensor, Tensor)");
+  // The terms as a value (posenc/nn/attention_terms.h): a TermSpec lists typed entries, each
+  // taking its tensors from the term list in order; the builder methods append one entry each
+  // and return the spec.
+  using posenc::nn::TermKind;
+  using posenc::nn::detail::TermSpecObject;
+  using Spec = c10::intrusive_ptr<TermSpecObject>;
+  using posenc::nn::detail::append;
+  m.class_<TermSpecObject>("TermSpec")
+      .def(torch::init<>())
+      .def("offset_rows", [](const Spec& self) { return append(self, TermKind::kOffsetRows); })
+      .def("grid_rows", [](const Spec& self, int64_t height, int64_t width) {
+        return append(self, TermKind::kGridRows, 0, height, width);
+      })
+      .def("dense_bias", [](const Spec& self) { return append(self, TermKind::kDenseBias); })
+      .def("relative_keys", [](const Spec& self, int64_t max_distance) {
+        return append(self, TermKind::kRelativeKeys, max_distance);
+      })
+      .def("relative_values", [](const Spec& self, int64_t max_distance) {
+        return append(self, TermKind::kRelativeValues, max_distance);
+      })
+      .def("relative_queries", [](const Spec& self, int64_t max_distance) {
+        return append(self, TermKind::kRelativeQueries, max_distance);
+      })
+      .def("relative_index", [](const Spec& self, int64_t max_distance) {
+        return append(self, TermKind::kRelativeIndex, max_distance);
+      })
+      .def("content_shift", [](const Spec& self) { return append(self, TermKind::kContentShift); })
+      .def("relative_shift", [](const Spec& self) { return append(self, TermKind::kRelativeShift); })
+      .def("grid_tables", [](const Spec& self, int64_t height, int64_t width) {
+        return append(self, TermKind::kGridTables, 0, height, width);
+      })
+      .def("tile", [](const Spec& self, const std::string& kind) {
+        return append(self, TermKind::kTile, 0, 0, 0, kind);
+      })
+      .def("causal", [](const Spec& self) { return append(self, TermKind::kCausal); })
+      // "[offset_rows, relative_keys(K=4), tile(fire)]"
+      .def("describe", [](const Spec& self) { return self->spec.describe(); })
+      .def("tensor_count", [](const Spec& self) { return self->spec.tensor_count(); });
+  // The fused attention on a term list: q, k, v as attention's; terms the tensors of `spec`, entry by
+  // entry; CPU forward and backward (gradients of the list in its order), no (Tq, Tk) buffer.
+  m.def("attention_fused(Tensor q, Tensor k, Tensor v, Tensor[] terms, " POSENC_TERM_SPEC " spec, "
+        "bool causal=False, Tensor? key_padding_mask=None, float? scale=None, bool return_weights=False) "
+        "-> (Tensor, Tensor)");
 }

@@ -22,11 +22,9 @@
 #include "dispatch.h"
 #include "posenc/nn/dropout.h"
 #include "op_support.h"
-#include "ops/cope_support.h"
-#include "ops/fire_support.h"
+#include "ops/attention/term_spec_object.h"
+#include "posenc/nn/tile_kind.h"
 #include "posenc/nn/attention_ops.h"
-#include "posenc/nn/cope_bias.h"
-#include "posenc/nn/fire_bias.h"
 #include "posenc/nn/bias_ops.h"
 #include "posenc/nn/relative_ops.h"
 
@@ -121,13 +119,11 @@ at::Tensor grid_index(int64_t height, int64_t width) {
 }
 
 // Whether any input requires grad under grad mode.
-bool needs_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms) {
+bool needs_grad(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const TermList& list) {
   if (!at::GradMode::is_enabled()) return false;
-  for (const at::Tensor* t : {&q, &k, &v, &terms.offset_bias, &terms.grid_bias, &terms.bias, &terms.rel_k,
-                              &terms.rel_v, &terms.content_shift, &terms.relative_shift, &terms.grid_h,
-                              &terms.grid_w, &terms.fire.w1, &terms.fire.b1, &terms.fire.w2, &terms.fire.b2,
-                              &terms.fire.c, &terms.fire.threshold, &terms.cope.e, &terms.rel_q}) {
-    if (t->defined() && t->requires_grad()) return true;
+  if (q.requires_grad() || k.requires_grad() || v.requires_grad()) return true;
+  for (const at::Tensor& t : list.tensors) {
+    if (t.defined() && t.requires_grad()) return true;
   }
   return false;
 }
@@ -193,29 +189,22 @@ void check_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
                       tuple_of(terms.bias.sizes()));
   }
 
-  // ---- FIRE (computed per tile on the fused path)
-  const FireTerm& fire = terms.fire;
-  if (fire.w1.defined() || fire.b1.defined() || fire.w2.defined() || fire.b2.defined() || fire.c.defined() ||
-      fire.threshold.defined()) {
-    detail::check_fire(kOp, "fire_", fire, heads);
-    for (const auto& [name, t] : {std::pair{"fire_w1", &fire.w1}, std::pair{"fire_b1", &fire.b1},
-                                  std::pair{"fire_w2", &fire.w2}, std::pair{"fire_b2", &fire.b2},
-                                  std::pair{"fire_c", &fire.c}, std::pair{"fire_threshold", &fire.threshold}}) {
-      check_term(name, *t, q);
-    }
-    TORCH_CHECK_VALUE(call.causal || terms.causal, "[", kOp,
-                      "] the FIRE term needs causal attention (FIRE is defined for decoders), got causal false");
+  // ---- tile terms (computed per tile on the fused path by their registered kinds)
+  for (const TileTerm& tile : terms.tiles) {
+    const TileKind& kind = tile_kind(tile.kind);
+    const std::vector<std::string> names = kind.tensor_names();
+    TORCH_CHECK_VALUE(tile.tensors.size() == names.size(), "[", kOp, "] the ", kind.display_name(), " term needs ",
+                      names.size(), " tensors, got ", tile.tensors.size());
+    kind.check(tile.tensors, q);
+    for (size_t i = 0; i < names.size(); ++i) check_term(names[i].c_str(), tile.tensors[i], q);
+    TORCH_CHECK_VALUE(!kind.needs_causal() || call.causal || terms.causal, "[", kOp, "] the ", kind.display_name(),
+                      " term needs causal attention (", kind.display_name(),
+                      " is defined for decoders), got causal false");
   }
-
-  // ---- CoPE (from q and k per query row on the fused path)
-  if (terms.cope.defined()) {
-    detail::check_cope(kOp, "cope_e", terms.cope.e, q);
-    check_term("cope_e", terms.cope.e, q);
-    TORCH_CHECK_VALUE(call.causal || terms.causal, "[", kOp,
-                      "] the CoPE term needs causal attention (CoPE is defined for decoders), got causal false");
-    // Both are computed per tile by the kernel, which takes one such term.
-    TORCH_CHECK_VALUE(!terms.fire.defined(), "[", kOp, "] the FIRE and CoPE terms cannot be combined, got both");
-  }
+  // The kernel takes one tile term.
+  TORCH_CHECK_VALUE(terms.tiles.size() <= 1, "[", kOp, "] the ", tile_kind(terms.tiles[0].kind).display_name(),
+                    " and ", tile_kind(terms.tiles[terms.tiles.size() - 1].kind).display_name(),
+                    " terms cannot be combined, got both");
 
   // ---- relative vectors
   if (terms.rel_k.defined() || terms.rel_v.defined() || terms.rel_q.defined()) {
@@ -295,24 +284,14 @@ void check_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 
 namespace dispatch {
 
-std::tuple<at::Tensor, at::Tensor> attention_fused(
-    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& offset_bias,
-    const c10::optional<at::Tensor>& grid_bias, const c10::optional<at::Tensor>& bias,
-    const c10::optional<at::Tensor>& rel_k, const c10::optional<at::Tensor>& rel_v, int64_t max_distance,
-    const c10::optional<at::Tensor>& content_shift, const c10::optional<at::Tensor>& relative_shift,
-    const c10::optional<at::Tensor>& grid_h, const c10::optional<at::Tensor>& grid_w, int64_t grid_height,
-    int64_t grid_width, bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
-    bool return_weights, const c10::optional<at::Tensor>& fire_w1, const c10::optional<at::Tensor>& fire_b1,
-    const c10::optional<at::Tensor>& fire_w2, const c10::optional<at::Tensor>& fire_b2,
-    const c10::optional<at::Tensor>& fire_c, const c10::optional<at::Tensor>& fire_threshold,
-    const c10::optional<at::Tensor>& cope_e, const c10::optional<at::Tensor>& rel_q,
-    const c10::optional<at::Tensor>& rel_index) {
+std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                   at::TensorList terms, const detail::TermSpecArg& spec,
+                                                   bool causal, const c10::optional<at::Tensor>& key_padding_mask,
+                                                   c10::optional<double> scale, bool return_weights) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("posenc::attention_fused", "")
                              .typed<decltype(attention_fused)>();
-  return op.call(q, k, v, offset_bias, grid_bias, bias, rel_k, rel_v, max_distance, content_shift, relative_shift,
-                 grid_h, grid_w, grid_height, grid_width, causal, key_padding_mask, scale, return_weights, fire_w1,
-                 fire_b1, fire_w2, fire_b2, fire_c, fire_threshold, cope_e, rel_q, rel_index);
+  return op.call(q, k, v, terms, spec, causal, key_padding_mask, scale, return_weights);
 }
 
 }  // namespace dispatch
@@ -380,15 +359,15 @@ std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const
     logits = logits + in(terms.grid_bias).flatten(1).index_select(1, index).view({heads, q_len, k_len});
   }
   if (terms.bias.defined()) logits = logits + in(terms.bias);
-  if (terms.fire.defined() && q_len > 0 && k_len > 0) {
-    const FireTerm& f = terms.fire;
-    logits = logits + ops::fire_bias(in(f.w1), in(f.b1), in(f.w2), in(f.b2), in(f.c), in(f.threshold), q_len, k_len);
-  }
-  if (terms.cope.defined() && q_len > 0 && k_len > 0) {
-    // The gates see the padding (a padded key counts 0), as the fused term.
+  if (q_len > 0 && k_len > 0) {
+    // The gates of a term that reads the content see the padding (a padded key counts 0), as the fused term.
     std::optional<at::Tensor> padding;
     if (call.key_padding_mask && call.key_padding_mask->defined()) padding = *call.key_padding_mask;
-    logits = logits + ops::cope_bias(qc, kc, in(terms.cope.e), scale_of(call, head_dim), padding);
+    for (const TileTerm& tile : terms.tiles) {
+      std::vector<at::Tensor> tensors;
+      for (const at::Tensor& t : tile.tensors) tensors.push_back(in(t));
+      logits = logits + tile_kind(tile.kind).dense(tensors, qc, kc, scale_of(call, head_dim), padding);
+    }
   }
 
   // Masks: (1 | B, 1, Tq, Tk) bool, true = hidden.
@@ -420,15 +399,18 @@ std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const
 
 std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                    const AttentionTerms& terms, const AttentionCall& call) {
-  // The op checks everything (it is public as torch.ops.posenc.attention_fused), the gradient refusal included.
+  // The op checks everything (it is public as torch.ops.posenc.attention_fused), the gradient refusal included;
+  // only a tile term missing a tensor is reported here, by its kind, since the list cannot hold the gap.
+  for (const TileTerm& tile : terms.tiles) {
+    for (const at::Tensor& t : tile.tensors) {
+      if (!t.defined()) tile_kind(tile.kind).check(tile.tensors, q);
+    }
+  }
+  const TermList list = pack_terms(terms);
   auto [out, weights] = dispatch::attention_fused(
-      q, k, v, opt(terms.offset_bias), opt(terms.grid_bias), opt(terms.bias), opt(terms.rel_k), opt(terms.rel_v),
-      terms.max_distance, opt(terms.content_shift), opt(terms.relative_shift), opt(terms.grid_h), opt(terms.grid_w),
-      terms.grid_height, terms.grid_width, call.causal || terms.causal,
+      q, k, v, list.tensors, c10::make_intrusive<detail::TermSpecObject>(list.spec), call.causal || terms.causal,
       call.key_padding_mask ? opt(*call.key_padding_mask) : c10::nullopt,
-      call.scale ? c10::optional<double>(*call.scale) : c10::nullopt, call.return_weights, opt(terms.fire.w1),
-      opt(terms.fire.b1), opt(terms.fire.w2), opt(terms.fire.b2), opt(terms.fire.c), opt(terms.fire.threshold),
-      opt(terms.cope.e), opt(terms.rel_q), opt(terms.rel_index));
+      call.scale ? c10::optional<double>(*call.scale) : c10::nullopt, call.return_weights);
   return {out, call.return_weights ? weights : at::Tensor()};
 }
 
@@ -442,7 +424,7 @@ std::tuple<at::Tensor, at::Tensor> attention(const at::Tensor& q, const at::Tens
     case AttentionPath::kAuto: break;
   }
   // Dropout, and weights that need a gradient, take the composed path; everything else streams.
-  const bool weights_grad = call.return_weights && needs_grad(q, k, v, terms);
+  const bool weights_grad = call.return_weights && needs_grad(q, k, v, pack_terms(terms));
   if (call.dropout > 0 || weights_grad) return attention_composed(q, k, v, terms, call);
   return attention_fused(q, k, v, terms, call);
 }
@@ -531,9 +513,10 @@ std::tuple<at::Tensor, at::Tensor> attention_op(
     TORCH_CHECK_VALUE(count == 0 || count == 6, "[", kOp,
                       "] FIRE needs all six of fire_w1, fire_b1, fire_w2, fire_b2, fire_c, fire_threshold, got ",
                       count);
-    if (count == 6) terms.fire = FireTerm{*fire_w1, *fire_b1, *fire_w2, *fire_b2, *fire_c, *fire_threshold};
+    // Sugar for the tile kinds "fire" and "cope" (registered by their families).
+    if (count == 6) terms.tiles.push_back({"fire", {*fire_w1, *fire_b1, *fire_w2, *fire_b2, *fire_c, *fire_threshold}});
   }
-  if (given(cope_e)) terms.cope.e = *cope_e;
+  if (given(cope_e)) terms.tiles.push_back({"cope", {*cope_e}});
   if (given(bias)) terms.bias = *bias;
 
   if (given(rel_k)) terms.rel_k = *rel_k;

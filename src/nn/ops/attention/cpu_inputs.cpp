@@ -7,10 +7,7 @@
 #include <cstdint>
 
 #include "op_support.h"
-#include "ops/fire_support.h"
 #include "posenc/kernels/attention.h"
-#include "posenc/kernels/cope.h"
-#include "posenc/kernels/fire.h"
 
 namespace posenc::nn::detail {
 namespace {
@@ -41,23 +38,6 @@ const T* data_of(const at::Tensor& t) {
 }
 
 }  // namespace
-
-AttentionTerms fused_terms(const at::Tensor& offset_bias, const at::Tensor& grid_bias, const at::Tensor& bias,
-                           const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
-                           const at::Tensor& content_shift, const at::Tensor& relative_shift, const at::Tensor& grid_h,
-                           const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width,
-                           const FireTerm& fire, const CopeTerm& cope, const at::Tensor& rel_q,
-                           const at::Tensor& rel_index) {
-  AttentionTerms t;
-  t.rel_q = rel_q, t.rel_index = rel_index;
-  t.fire = fire;
-  t.cope = cope;
-  t.offset_bias = offset_bias, t.grid_bias = grid_bias, t.bias = bias;
-  t.rel_k = rel_k, t.rel_v = rel_v, t.max_distance = max_distance;
-  t.content_shift = content_shift, t.relative_shift = relative_shift;
-  t.grid_h = grid_h, t.grid_w = grid_w, t.grid_height = grid_height, t.grid_width = grid_width;
-  return t;
-}
 
 AttentionCall fused_call(bool causal, const at::Tensor& key_padding_mask, c10::optional<double> scale,
                          bool return_weights) {
@@ -109,39 +89,19 @@ FusedInputs fused_inputs(const at::Tensor& q, const at::Tensor& k, const at::Ten
     in.params.key_padding = in.padding.data_ptr<uint8_t>();
     in.params.key_padding_stride = k_len;
   }
-  if (terms.fire.defined()) {
-    const FireTerm& f = terms.fire;
-    in.fire_w1 = table_in(f.w1, compute), in.fire_b1 = table_in(f.b1, compute);
-    in.fire_w2 = table_in(f.w2, compute), in.fire_b2 = table_in(f.b2, compute);
-    in.fire_c = table_in(f.c, compute), in.fire_threshold = table_in(f.threshold, compute);
-    const double c = in.fire_c.item<double>(), threshold = in.fire_threshold.item<double>();
+  if (!terms.tiles.empty()) {
+    // At most one (check_attention); the term reads q and k through in.q / in.k (kept alive by in).
+    const TileTerm& tile = terms.tiles.front();
+    in.tile_kind = &tile_kind(tile.kind);
+    for (const at::Tensor& t : tile.tensors) in.tile_tensors.push_back(table_in(t, compute));
+    const TileInputs inputs{in.tile_tensors, in.q, in.k,
+                            call.scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0),
+                            in.params.key_padding, in.params.key_padding_stride};
     translate_errors([&] {
       if (compute == at::kDouble) {
-        in.tile_bias_d = std::make_shared<const kernels::FireTileBias<double>>(
-            fire_params<double>(in.fire_w1, in.fire_b1, in.fire_w2, in.fire_b2, c, threshold), "attention");
+        in.tile_bias_d = in.tile_kind->fused_double(inputs);
       } else {
-        in.tile_bias_f = std::make_shared<const kernels::FireTileBias<float>>(
-            fire_params<float>(in.fire_w1, in.fire_b1, in.fire_w2, in.fire_b2, c, threshold), "attention");
-      }
-    });
-  }
-  if (terms.cope.defined()) {
-    // The term reads q and k through in.q / in.k (kept alive by in) and pads gates with in.padding.
-    in.cope_e = table_in(terms.cope.e, compute);
-    const auto cope = [&](auto tag) {
-      using T = decltype(tag);
-      kernels::CopeParams<T> p;
-      p.npos = in.cope_e.size(0), p.head_dim = in.cope_e.size(1), p.e = in.cope_e.data_ptr<T>();
-      p.scale = call.scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
-      p.key_padding = in.params.key_padding, p.key_padding_stride = in.params.key_padding_stride;
-      return std::make_shared<const kernels::CopeTileBias<T>>(p, matrix_of<const T>(in.q), matrix_of<const T>(in.k),
-                                                              "attention");
-    };
-    translate_errors([&] {
-      if (compute == at::kDouble) {
-        in.tile_bias_d = cope(double{});
-      } else {
-        in.tile_bias_f = cope(float{});
+        in.tile_bias_f = in.tile_kind->fused_float(inputs);
       }
     });
   }

@@ -17,6 +17,7 @@
 
 #include "posenc/kernels/attention.h"
 #include "posenc/kernels/batched_matrix.h"
+#include "posenc/nn/tile_kind.h"
 #include "posenc/nn/attention_ops.h"
 
 namespace posenc::nn::detail {
@@ -30,12 +31,13 @@ struct FusedInputs {
   at::Tensor bias;     // (B, H, Tq, Tk) strides (broadcast dimensions stride 0)
   std::vector<int64_t> bias_sizes;  // the bias as given (its gradient's shape)
   at::Tensor padding;  // (B, Tk) bytes, non-zero = padding
-  // FIRE: its tensors contiguous in the compute dtype, and the per-tile term over them (one per dtype).
-  at::Tensor fire_w1, fire_b1, fire_w2, fire_b2, fire_c, fire_threshold;
   at::Tensor rel_q, rel_index;  // rel_q as rel_k (repeated alike); rel_index int64 contiguous
   bool rel_q_repeated = false;
   int64_t rel_rows = 0;         // rows of rel_k / rel_q when rel_index is given
-  at::Tensor cope_e;  // CoPE's table, contiguous in the compute dtype (its term is the tile bias)
+  // The tile term (at most one): its kind, its tensors contiguous in the compute dtype, and the
+  // kernel's term over them (one per dtype; it may read q and k through the views above).
+  const TileKind* tile_kind = nullptr;
+  std::vector<at::Tensor> tile_tensors;
   std::shared_ptr<const kernels::TileBias<float>> tile_bias_f;
   std::shared_ptr<const kernels::TileBias<double>> tile_bias_d;
   int64_t max_distance = 0, grid_height = 0, grid_width = 0;
@@ -45,14 +47,7 @@ struct FusedInputs {
   kernels::AttentionTerms<T> terms() const;
 };
 
-// The fused op's arguments (posenc::attention_fused's schema; undefined
-// tensors for absent terms) as AttentionTerms and AttentionCall.
-AttentionTerms fused_terms(const at::Tensor& offset_bias, const at::Tensor& grid_bias, const at::Tensor& bias,
-                           const at::Tensor& rel_k, const at::Tensor& rel_v, int64_t max_distance,
-                           const at::Tensor& content_shift, const at::Tensor& relative_shift, const at::Tensor& grid_h,
-                           const at::Tensor& grid_w, int64_t grid_height, int64_t grid_width,
-                           const FireTerm& fire = {}, const CopeTerm& cope = {}, const at::Tensor& rel_q = {},
-                           const at::Tensor& rel_index = {});
+// The call of the fused op's arguments (posenc::attention_fused's schema).
 AttentionCall fused_call(bool causal, const at::Tensor& key_padding_mask, c10::optional<double> scale,
                          bool return_weights);
 
@@ -73,18 +68,19 @@ struct FusedForward {
 };
 FusedForward fused_forward(const FusedInputs& in, bool weights, bool logsumexp);
 
-// The differentiable inputs of the fused attention, in the order of the op's arguments.
-enum GradSlot {
-  kQ, kK, kV, kOffsetBias, kGridBias, kBias, kRelK, kRelV, kContentShift, kRelativeShift, kGridH, kGridW,
-  kFireW1, kFireB1, kFireW2, kFireB2, kFireC, kFireThreshold, kCopeE, kRelQ, kSlots
+// The gradients of the fused attention's inputs, each in the shape the caller
+// gave it (a shared table's gradient summed over the heads, a broadcast
+// bias's summed to its shape), in the compute dtype; undefined where not asked.
+struct FusedGradients {
+  at::Tensor q, k, v;
+  AttentionTerms terms;  // by the terms' fields (term_slots reads them in list order)
 };
-using FusedGradients = std::array<at::Tensor, kSlots>;
 
 // The backward (kernels/attention_backward.h) from the forward's out and
-// logsumexp (compute dtype): each gradient asked for by `needs` in the shape
-// the caller gave the term (a shared table's gradient summed over the heads,
-// a broadcast bias's summed to its shape), in the compute dtype; the others undefined.
+// logsumexp (compute dtype). `wanted` holds the terms whose gradient is asked
+// for (the others undefined), as fused_inputs' terms; want_q/k/v for q, k, v.
 FusedGradients fused_backward(const FusedInputs& in, const at::Tensor& out, const at::Tensor& logsumexp,
-                              const at::Tensor& grad_out, const std::array<bool, kSlots>& needs);
+                              const at::Tensor& grad_out, bool want_q, bool want_k, bool want_v,
+                              const AttentionTerms& wanted);
 
 }  // namespace posenc::nn::detail
