@@ -3,6 +3,8 @@ raises ValueError (a wrong dtype: TypeError) with exactly the library's
 message: no C++ backtrace, no torch decoration. Both paths give the same
 message (the checks are shared)."""
 
+import copy
+import io
 import re
 
 import pytest
@@ -212,6 +214,12 @@ def test_term_spec_describes_its_entries():
     assert s.describe() == ("[offset_rows, relative_keys(K=4), relative_values(K=4), grid_tables(3x2), "
                             "tile(fire), causal]")
     assert s.tensor_count() == 1 + 1 + 1 + 2 + 6
+    # A copy, and a round trip through torch.save, keep every entry.
+    buffer = io.BytesIO()
+    torch.save(s, buffer)
+    buffer.seek(0)
+    for kept in (copy.deepcopy(s), torch.load(buffer)):
+        assert kept.describe() == s.describe()
 
 
 def test_term_list_gradients_come_back_in_list_order():

@@ -20,8 +20,11 @@
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "ops/attention/term_spec_object.h"
 #include "ops/rope/support.h"
@@ -302,7 +305,32 @@ TORCH_LIBRARY(posenc, m) {
       .def("causal", [](const Spec& self) { return append(self, TermKind::kCausal); })
       // "[offset_rows, relative_keys(K=4), tile(fire)]"
       .def("describe", [](const Spec& self) { return self->spec.describe(); })
-      .def("tensor_count", [](const Spec& self) { return self->spec.tensor_count(); });
+      .def("tensor_count", [](const Spec& self) { return self->spec.tensor_count(); })
+      // Pickled as its entries, (kind, max_distance, grid_height, grid_width) each and the tile kinds'
+      // names in entry order (empty for the other kinds): copy.deepcopy, torch.save and TorchScript keep a spec.
+      .def_pickle(
+          [](const Spec& self) {
+            std::tuple<std::vector<std::vector<int64_t>>, std::vector<std::string>> state;
+            for (const auto& e : self->spec.entries) {
+              std::get<0>(state).push_back({static_cast<int64_t>(e.kind), e.max_distance, e.grid_height, e.grid_width});
+              std::get<1>(state).push_back(e.tile);
+            }
+            return state;
+          },
+          [](std::tuple<std::vector<std::vector<int64_t>>, std::vector<std::string>> state) {
+            auto self = c10::make_intrusive<TermSpecObject>();
+            auto& [numbers, tiles] = state;
+            TORCH_CHECK_VALUE(numbers.size() == tiles.size(), "[attention] a pickled TermSpec must have one tile "
+                              "name per entry, got ", numbers.size(), " entries and ", tiles.size(), " names");
+            for (size_t i = 0; i < numbers.size(); ++i) {
+              const std::vector<int64_t>& n = numbers[i];
+              TORCH_CHECK_VALUE(n.size() == 4 && n[0] >= 0 && n[0] <= static_cast<int64_t>(TermKind::kCausal),
+                                "[attention] a pickled TermSpec entry must be (kind, max_distance, grid_height, "
+                                "grid_width) with a known kind, got ", c10::IntArrayRef(n));
+              append(self, static_cast<TermKind>(n[0]), n[1], n[2], n[3], std::move(tiles[i]));
+            }
+            return self;
+          });
   // The fused attention on a term list: q, k, v as attention's; terms the tensors of `spec`, entry by
   // entry; CPU forward and backward (gradients of the list in its order), no (Tq, Tk) buffer.
   m.def("attention_fused(Tensor q, Tensor k, Tensor v, Tensor[] terms, " POSENC_TERM_SPEC " spec, "
