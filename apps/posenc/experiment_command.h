@@ -2,16 +2,15 @@
 // [--encodings a,b] [--steps N] [--vocab-size N] [--threads N] [--jobs N] [--root DIR]
 // [--slurm [--partition P] [--time T] [--sbatch-arg=ARG ...]]` and
 // `posenc experiment report DIR [--json]`: the suites of docs/experiments.md.
-// The corpus step runs posenc-text (a separate process: see text_tool.h);
-// every run is resumable and a finished one is never recomputed.
+// The sweep itself is posenc::experiments::run_suite (suite_run.h); this
+// command parses its options and prints what it reports.
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <string>
 #include <vector>
 
-#include "slurm_submit.h"
+#include "posenc/experiments/slurm_submit.h"
 
 namespace posenc::cli {
 
@@ -26,14 +25,8 @@ class ExperimentCommand {
 
  private:
   int run_suite() const;
-  // --jobs N: each run in its own posenc process, N at a time.
-  void run_in_jobs(const std::vector<std::string>& names, size_t total) const;
   // The argv of the process that runs one run (add "--only NAME"): --jobs and --slurm start the same.
   std::vector<std::string> job_args() const;
-  // --slurm: the refusals and sbatch's path (empty without --slurm), before the corpus step.
-  std::filesystem::path check_slurm() const;
-  // --slurm: submits the runs (plan order) not finished yet; false when there is none.
-  bool submit_to_slurm(const std::vector<std::string>& names, const std::filesystem::path& sbatch) const;
   int report() const;
 
   CLI::App* app_;
@@ -50,7 +43,7 @@ class ExperimentCommand {
   int64_t jobs_ = 1;
   std::string only_;  // a job: this one run, no corpus step, no suite lock, no summary
   bool slurm_ = false;
-  SlurmOptions slurm_options_;
+  experiments::SlurmOptions slurm_options_;
   std::string root_ = "/";
   std::string report_dir_;
   bool json_ = false;

@@ -1,7 +1,8 @@
-// The experiment suites as the CLI drives them: a list of independent runs
-// (what --jobs and --slurm hand out by name), one run at a time, and the
-// summary of a suite directory. DIR/suite.json names the suite a directory
-// holds, so that a directory of one suite is never mixed with another's runs.
+// The experiment suites as a sweep drives them (suite_run.h): a list of
+// independent runs (what --jobs and --slurm hand out by name), one run at a
+// time, and the summary of a suite directory. DIR/suite.json names the suite
+// a directory holds, so that a directory of one suite is never mixed with
+// another's runs.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 
 #include "posenc/training/trainer.h"
 
-namespace posenc::cli {
+namespace posenc::experiments {
 
 struct SuiteOptions {
   bool quick = false;
@@ -65,4 +66,4 @@ std::string suite_of(const std::filesystem::path& dir);
 // Writes DIR/summary.json; returns the plain-text table. Throws on a malformed result file, naming it.
 std::string summarize_suite(const std::filesystem::path& dir, std::string* json_text = nullptr);
 
-}  // namespace posenc::cli
+}  // namespace posenc::experiments

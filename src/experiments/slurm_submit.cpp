@@ -1,108 +1,23 @@
-#include "slurm_submit.h"
+#include "posenc/experiments/slurm_submit.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <system_error>
 
+#include "child_processes.h"
 #include "posenc/error.h"
 #include "posenc/io/atomic_file.h"
 
-extern char** environ;
-
-namespace posenc::cli {
+namespace posenc::experiments {
 namespace {
 
 namespace fs = std::filesystem;
-
-// An executable named `name` in a PATH directory (an empty entry is the current directory).
-fs::path find_on_path(std::string_view name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return {};
-  std::string_view rest = path;
-  while (true) {
-    const size_t colon = rest.find(':');
-    const std::string_view entry = rest.substr(0, colon);
-    const fs::path candidate = fs::path(entry.empty() ? "." : std::string(entry)) / name;
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) return {};
-    rest.remove_prefix(colon + 1);
-  }
-}
-
-struct Captured {
-  int status = 0;  // waitpid's
-  std::string out, err;
-};
-
-// Runs exe with args (stdin /dev/null) and collects its stdout and stderr,
-// read together so that neither pipe can fill and stall it.
-Captured run_captured(std::string_view op, const fs::path& exe, std::vector<std::string> args) {
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) fail_runtime(op, "cannot create a pipe: ", std::strerror(errno));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    const int e = errno;
-    ::close(out_pipe[0]), ::close(out_pipe[1]);
-    fail_runtime(op, "cannot create a pipe: ", std::strerror(e));
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);  // dup2 drops O_CLOEXEC on the copy
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out_pipe[1]), ::close(err_pipe[1]);
-  if (spawned != 0) {
-    ::close(out_pipe[0]), ::close(err_pipe[0]);
-    fail_runtime(op, exe.string(), ": cannot run (", std::strerror(spawned), ")");
-  }
-  Captured c;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&c.out, &c.err};
-  int open = 2;
-  while (open > 0) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;  // the child is still waited for below
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buffer[4096];
-      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n > 0) {
-        sinks[i]->append(buffer, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open;
-      }
-    }
-  }
-  for (const pollfd& f : fds) {
-    if (f.fd >= 0) ::close(f.fd);
-  }
-  while (::waitpid(pid, &c.status, 0) < 0) {
-    if (errno != EINTR) fail_runtime(op, "waiting for ", exe.filename().string(), ": ", std::strerror(errno));
-  }
-  return c;
-}
 
 std::string first_line(const std::string& text) {
   size_t begin = 0;
@@ -144,6 +59,16 @@ std::string shell_word(std::string_view word) {
   std::string quoted = "'";
   for (const char ch : word) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
   return quoted + "'";
+}
+
+// " w1 w2 ...": each word after a blank, as shell_word writes it.
+std::string shell_words(const std::vector<std::string>& words) {
+  std::string s;
+  for (const std::string& word : words) {
+    s += ' ';
+    s += shell_word(word);
+  }
+  return s;
 }
 
 // An #SBATCH line; sbatch splits its arguments at blanks outside double quotes.
@@ -232,12 +157,7 @@ std::string slurm_array_script(const SlurmArray& a) {
     if (i > 0) s += ' ';
     s += shell_word(a.runs[i]);
   }
-  s += ")\nexec";
-  for (const std::string& word : a.command) {
-    s += ' ';
-    s += shell_word(word);
-  }
-  s += " --only \"${runs[$SLURM_ARRAY_TASK_ID]}\"\n";
+  s += ")\nexec" + shell_words(a.command) + " --only \"${runs[$SLURM_ARRAY_TASK_ID]}\"\n";
   return s;
 }
 
@@ -249,7 +169,7 @@ std::string slurm_report_script(const SlurmArray& a) {
   s += directive("--output=" + (a.dir / "slurm" / "report.out").string());
   s += common_directives(a);
   s += "set -euo pipefail\n";
-  s += "exec " + shell_word(a.command.front()) + " experiment report " + shell_word(a.dir.string()) + "\n";
+  s += "exec" + shell_words(a.report_command) + "\n";
   return s;
 }
 
@@ -260,7 +180,8 @@ fs::path find_sbatch(std::string_view op) {
 }
 
 SlurmSubmission submit_slurm_array(std::string_view op, const fs::path& sbatch, const SlurmArray& a) {
-  require(!a.runs.empty() && !a.command.empty(), op, "a Slurm array needs runs and a command");
+  require(!a.runs.empty() && !a.command.empty() && !a.report_command.empty(), op,
+          "a Slurm array needs runs, a command and a report command");
   require_directive_value(op, "the suite directory", a.dir.string());
   require_directive_value(op, "the working directory", a.workdir.string());
   const fs::path slurm_dir = a.dir / "slurm";
@@ -270,6 +191,7 @@ SlurmSubmission submit_slurm_array(std::string_view op, const fs::path& sbatch, 
   if (ec) fail_runtime(op, slurm_dir.string(), ": cannot create the directory: ", ec.message());
   SlurmSubmission s;
   s.script = slurm_dir / "array.sh";
+  s.report_output = slurm_dir / "report.out";
   const fs::path report_script = slurm_dir / "report.sh";
   io::write_file_atomically(op, s.script.string(), slurm_array_script(a));
   io::write_file_atomically(op, report_script.string(), slurm_report_script(a));
@@ -291,4 +213,4 @@ SlurmSubmission submit_slurm_array(std::string_view op, const fs::path& sbatch, 
   return s;
 }
 
-}  // namespace posenc::cli
+}  // namespace posenc::experiments

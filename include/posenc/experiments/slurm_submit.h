@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace posenc::cli {
+namespace posenc::experiments {
 
 struct SlurmOptions {
   std::string partition;           // --partition; empty: the cluster's default
@@ -27,6 +27,7 @@ struct SlurmArray {
   std::filesystem::path workdir;  // the tasks' working directory: the submitter's, so relative paths in command hold
   std::vector<std::string> runs;  // run names in plan order
   std::vector<std::string> command;  // a task's argv without "--only NAME"; command[0]: posenc's absolute path
+  std::vector<std::string> report_command;  // the report job's argv (posenc experiment report DIR), absolute too
   int64_t cpus_per_task = 1;
   SlurmOptions options;
 };
@@ -46,6 +47,7 @@ struct SlurmSubmission {
   std::string report_job_id;  // empty when the report job could not be submitted
   std::string report_error;   // then why (the array is submitted all the same)
   std::filesystem::path script;
+  std::filesystem::path report_output;  // the report job's output file, DIR/slurm/report.out
 };
 
 // Writes the scripts, submits the array with `sbatch --parsable`, then the
@@ -54,4 +56,4 @@ struct SlurmSubmission {
 // runs twice at once. "[op] sbatch failed (exit N): <its first stderr line>".
 SlurmSubmission submit_slurm_array(std::string_view op, const std::filesystem::path& sbatch, const SlurmArray& array);
 
-}  // namespace posenc::cli
+}  // namespace posenc::experiments

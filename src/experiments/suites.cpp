@@ -1,4 +1,4 @@
-#include "suites.h"
+#include "posenc/experiments/suites.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +12,7 @@
 #include "posenc/io/atomic_file.h"
 #include "posenc/training/experiment.h"
 
-namespace posenc::cli {
+namespace posenc::experiments {
 namespace {
 
 namespace fs = std::filesystem;
@@ -127,7 +127,7 @@ class ExtrapolationSuite final : public Suite {
 
 class PropertiesSuite final : public Suite {
  public:
-  explicit PropertiesSuite(const SuiteOptions& o) : plan_(experiments::properties_plan(o.quick)) {
+  explicit PropertiesSuite(const SuiteOptions& o) : plan_(properties_plan(o.quick)) {
     if (o.seeds) plan_.seeds = *o.seeds;
     if (!o.encodings.empty()) plan_.encodings = o.encodings;
     if (o.steps) {
@@ -139,34 +139,34 @@ class PropertiesSuite final : public Suite {
                              plan_.finetune_stopping.eval_every;
     }
     plan_.pretrain.threads = plan_.finetune.threads = o.threads;
-    runs_ = experiments::plan_properties_runs(plan_);
+    runs_ = plan_properties_runs(plan_);
   }
   std::string name() const override { return "properties"; }
   std::string corpus_sources() const override { return "wordnet,gcide,fortunes"; }
   std::vector<std::string> run_names() const override {
     std::vector<std::string> names;
-    for (const experiments::PropertiesRun& r : runs_) names.push_back(r.name);
+    for (const PropertiesRun& r : runs_) names.push_back(r.name);
     return names;
   }
   int64_t run_steps() const override {
     return plan_.pretrain.steps + static_cast<int64_t>(plan_.tasks.size()) * plan_.finetune.steps;
   }
   RunReport run(const std::string& name, const fs::path& dir, const RunProgress& progress) const override {
-    for (const experiments::PropertiesRun& r : runs_) {
+    for (const PropertiesRun& r : runs_) {
       if (r.name != name) continue;
       std::string stage = "pretrain";
-      experiments::PropertiesCallbacks callbacks;
+      PropertiesCallbacks callbacks;
       callbacks.train.warning = progress.warning;
       if (progress.step) {
         callbacks.train.progress = [&](const nn::TrainProgress& p) { progress.step(stage, p); };
       }
       callbacks.stage = [&](const std::string& s) { stage = s; };
-      const experiments::PropertiesOutcome o = experiments::run_properties(r, plan_, dir, callbacks);
+      const PropertiesOutcome o = run_properties(r, plan_, dir, callbacks);
       RunReport report;
       report.reused = o.reused;
       double seconds = 0, tokens = 0;
       char cell[96];
-      for (const experiments::StageOutcome& s : o.stages) {
+      for (const StageOutcome& s : o.stages) {
         if (s.stage == "pretrain") {
           std::snprintf(cell, sizeof cell, "mlm ppl %.2f (step %lld)", std::exp(s.test),
                         static_cast<long long>(s.best_step));
@@ -185,8 +185,8 @@ class PropertiesSuite final : public Suite {
   }
 
  private:
-  experiments::PropertiesPlan plan_;
-  std::vector<experiments::PropertiesRun> runs_;
+  PropertiesPlan plan_;
+  std::vector<PropertiesRun> runs_;
 };
 
 }  // namespace
@@ -248,11 +248,11 @@ std::string summarize_suite(const fs::path& dir, std::string* json_text) {
   const std::string suite = suite_of(dir);
   std::string text, table;
   if (suite == "properties") {
-    text = experiments::summarize_properties(dir);
-    table = experiments::properties_table(text);
+    text = summarize_properties(dir);
+    table = properties_table(text);
   } else if (suite == "extrapolation") {
     const nn::SuiteSummary summary = nn::summarize_experiment(dir);
-    text = experiments::extrapolation_summary_json(summary);
+    text = extrapolation_summary_json(summary);
     table = extrapolation_table(summary) + comparisons_line(text);
   } else {
     fail_runtime(kOp, dir.string(), "/suite.json names an unknown suite '", suite, "'");
@@ -262,4 +262,4 @@ std::string summarize_suite(const fs::path& dir, std::string* json_text) {
   return table;
 }
 
-}  // namespace posenc::cli
+}  // namespace posenc::experiments
