@@ -256,9 +256,11 @@ TORCH_LIBRARY(posenc, m) {
   // u/v [H, Dh], a dense bias broadcastable to (B, H, Tq, Tk). path "auto" (fused unless a gradient is
   // needed) | "composed" (differentiable) | "fused". Terms by point, for any family: offset_bias
   // [H, Tq + Tk - 1] (added to ALiBi's and T5's rows), grid_bias [H, 2Hg-1, 2Wg-1] (Tq = Tk = Hg*Wg), and
-  // FIRE's per-tile bias (fire_* as attention_fused's, all six or none); CoPE's table cope_e; DeBERTa's
-  // p2c table rel_q (as rel_k, k_j . rel_q[row]) and rel_index int64 [2K+1] (rows of rel_k / rel_q for
-  // clip(j - i', -K, K) + K; max_distance None: read from it).
+  // FIRE's per-tile bias (fire_*: the six tensors of the tile kind "fire", all six or none); CoPE's table
+  // cope_e (the tile kind "cope"); DeBERTa's p2c table rel_q (as rel_k, k_j . rel_q[row]) and rel_index
+  // int64 [2K+1] (rows of rel_k / rel_q for clip(j - i', -K, K) + K; max_distance None: read from it).
+  // This op is the keyword sugar of posenc.attention (ops/attention/keywords.cpp): it builds the terms
+  // and calls attention_fused below, or the composed path.
   m.def("attention(Tensor q, Tensor k, Tensor v, bool causal=False, Tensor? key_padding_mask=None, "
         "float? scale=None, Tensor? alibi_slopes=None, Tensor? t5_table=None, int t5_num_buckets=32, "
         "int t5_max_distance=128, bool? t5_bidirectional=None, Tensor? rel_k=None, Tensor? rel_v=None, "
