@@ -114,7 +114,7 @@ TermList pack_terms(const AttentionTerms& terms);
 // writes its gradients through them.
 std::vector<at::Tensor*> term_slots(AttentionTerms& terms, const TermSpec& spec);
 // TermList -> AttentionTerms; refuses a list that does not match its spec, naming the entry:
-//   "[attention] the term list must have 3 tensors for its spec [offset_rows, tile(fire)]... got 2"
+//   "[attention] the term list must have 7 tensors for its spec [offset_rows, tile(fire)], got 6"
 //   "[attention] the spec has offset_rows twice"
 //   "[attention] relative_values(K=3) must share max_distance with relative_keys(K=4)"
 //   "[attention] unknown tile kind 'foo' (known: cope, fire)"
