@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "op_support.h"
+#include "ops/attention/checks.h"
 #include "posenc/kernels/attention.h"
 
 namespace posenc::nn::detail {
@@ -95,7 +96,7 @@ FusedInputs fused_inputs(const at::Tensor& q, const at::Tensor& k, const at::Ten
     in.tile_kind = &tile_kind(tile.kind);
     for (const at::Tensor& t : tile.tensors) in.tile_tensors.push_back(table_in(t, compute));
     const TileInputs inputs{in.tile_tensors, in.q, in.k,
-                            call.scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0),
+                            scale_of(call, head_dim),
                             in.params.key_padding, in.params.key_padding_stride};
     translate_errors([&] {
       if (compute == at::kDouble) {
@@ -107,7 +108,7 @@ FusedInputs fused_inputs(const at::Tensor& q, const at::Tensor& k, const at::Ten
   }
   in.max_distance = terms.max_distance;
   in.grid_height = terms.grid_height, in.grid_width = terms.grid_width;
-  in.params.scale = call.scale.value_or(head_dim > 0 ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0);
+  in.params.scale = scale_of(call, head_dim);
   in.params.causal = call.causal || terms.causal;
   return in;
 }
