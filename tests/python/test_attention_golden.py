@@ -1,8 +1,12 @@
-"""Fused attention and MultiheadAttention against values saved from the build before the terms became a
-value (commit 06c9878): outputs and gradients equal bit for bit, for every term and every registry family.
+"""Fused attention and MultiheadAttention against values saved from an earlier build: outputs and gradients
+equal bit for bit, for every term and every registry family.
 
-golden/attention_cases.py holds the cases; golden/attention_golden.pt the values it wrote with that build.
-A change that moves a single bit here changed the arithmetic, not only the plumbing.
+golden/attention_cases.py holds the cases; golden/attention_golden.<machine key>.pt the values it wrote with
+the build of d2a7ace (the last before the families' contract; itself bit-identical to 06c9878, before the
+terms became a value, on the machine that compared them). The last bits depend on the machine the kernels
+were compiled for and on OpenBLAS's kernel set, so the comparison runs where a saved set has this machine's
+key and is skipped, naming both, elsewhere. A change that moves a single bit here changed the arithmetic,
+not only the plumbing.
 """
 
 import pathlib
@@ -12,7 +16,10 @@ import torch
 
 from golden import attention_cases
 
-GOLDEN = pathlib.Path(__file__).parent / "golden" / "attention_golden.pt"
+GOLDEN = attention_cases.golden_path(pathlib.Path(__file__).parent / "golden")
+SAVED = sorted(p.name for p in GOLDEN.parent.glob("attention_golden.*.pt"))
+pytestmark = pytest.mark.skipif(not GOLDEN.exists(), reason=f"no values saved for this machine ({GOLDEN.name}); "
+                                                            f"saved: {', '.join(SAVED)}")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +40,7 @@ def test_every_saved_case_is_computed(results, golden):
     assert sorted(results) == sorted(golden)
 
 
-@pytest.mark.parametrize("name", sorted(torch.load(GOLDEN)))
+@pytest.mark.parametrize("name", sorted(torch.load(GOLDEN)) if GOLDEN.exists() else ["none"])
 def test_bit_identical(name, results, golden):
     want, got = golden[name], results[name]
     if isinstance(want, str):  # a case the old build refused: the same words

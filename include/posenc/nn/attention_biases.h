@@ -1,7 +1,9 @@
 // The logit-bias point of DESIGN.md section 2: a family adds b_h(i, j) to the
-// attention logits q_i . k_j, before the softmax. AttentionBiasImpl holds the
-// shared part (checking the logits and adding); a family only says what the
-// bias is.
+// attention logits q_i . k_j, before the softmax. AttentionBiasImpl
+// (attention_bias.h) holds the shared part (checking the logits and adding);
+// each family here is a contract (src/nn/families/alibi.cpp, t5.cpp) and
+// its class a typed front end of the one holder (family_module.h), whose
+// reset_parameters, bias, add_terms and repr it uses.
 //
 //   bias(q_len, k_len)  [H, q_len, k_len], the queries being the last q_len of
 //                       the k_len keys (query i at key position i + k_len - q_len,
@@ -28,45 +30,11 @@
 #include <utility>
 
 #include "posenc/kernels/alibi.h"
+#include "posenc/nn/attention_bias.h"
 #include "posenc/nn/attention_ops.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
-
-class AttentionBiasImpl : public torch::nn::Module {
- public:
-  // logits (B, H, Tq, Tk), any of the four floating dtypes -> the same shape
-  // and dtype; the sum is formed in float32 (float64 when the logits or the
-  // bias are float64) and rounded once.
-  at::Tensor forward(const at::Tensor& logits);
-  // [num_heads, q_len, k_len] in the dtype of the module's parameters or
-  // buffers (float32 unless moved with to()); differentiable wrt the parameters.
-  virtual at::Tensor bias(int64_t q_len, int64_t k_len) = 0;
-  // Writes this bias into the attention terms (posenc/nn/attention_ops.h) in
-  // `compute`: the default adds bias(q_len, k_len) as a dense term; families
-  // that depend on the offset only write the O(H*T) offset_bias or grid_bias
-  // instead, so the fused kernel never sees a (Tq, Tk) tensor.
-  virtual void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute);
-
-  int64_t num_heads() const noexcept { return num_heads_; }
-
- protected:
-  // `name` (e.g. "AlibiBias") becomes the module's name() and the prefix of
-  // its error messages. Checks num_heads >= 1.
-  AttentionBiasImpl(std::string name, int64_t num_heads);
-
- private:
-  int64_t num_heads_;
-};
-
-// A handle to any attention bias: AttentionBias bias = AlibiBias(8);
-class AttentionBias : public torch::nn::ModuleHolder<AttentionBiasImpl> {
- public:
-  /* implicit */ AttentionBias(std::nullptr_t) : ModuleHolder(nullptr) {}
-  /* implicit */ AttentionBias(std::shared_ptr<AttentionBiasImpl> impl) : ModuleHolder(std::move(impl)) {}
-  template <class Impl, class = std::enable_if_t<std::is_base_of_v<AttentionBiasImpl, Impl>>>
-  /* implicit */ AttentionBias(const torch::nn::ModuleHolder<Impl>& holder)
-      : ModuleHolder(std::shared_ptr<AttentionBiasImpl>(holder.ptr())) {}
-};
 
 // ---------------------------------------------------------------------------
 
@@ -76,22 +44,17 @@ struct AlibiBiasOptions {
   TORCH_ARG(bool, causal) = false;  // -inf on keys after the query (needs q_len <= k_len)
 };
 
-class AlibiBiasImpl : public AttentionBiasImpl {
+class AlibiBiasImpl : public FamilyBiasImpl {
  public:
   explicit AlibiBiasImpl(const AlibiBiasOptions& options);
-
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
 
   const AlibiBiasOptions& options() const noexcept { return options_; }
   // [num_heads] float32, the paper's slopes m_h: a buffer named "slopes" (saved
   // with the module; the bias is made in its dtype, from the exact slopes).
-  const at::Tensor& slopes() const noexcept { return slopes_; }
+  const at::Tensor& slopes() const { return tensor("slopes"); }
 
  private:
   AlibiBiasOptions options_;
-  at::Tensor slopes_;
 };
 
 TORCH_MODULE(AlibiBias);
@@ -105,24 +68,17 @@ struct T5BiasOptions {
   TORCH_ARG(double, init_std) = 0.02;
 };
 
-class T5BiasImpl : public AttentionBiasImpl {
+class T5BiasImpl : public FamilyBiasImpl {
  public:
   explicit T5BiasImpl(const T5BiasOptions& options);
-
-  // Draws the table again from N(0, init_std^2) (torch's default generator).
-  void reset_parameters();
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
 
   const T5BiasOptions& options() const noexcept { return options_; }
   // [num_buckets, num_heads] float32, a parameter named "table" (Hugging Face's
   // relative_attention_bias.weight layout, so checkpoints load as they are).
-  const at::Tensor& table() const noexcept { return table_; }
+  const at::Tensor& table() const { return tensor("table"); }
 
  private:
   T5BiasOptions options_;
-  at::Tensor table_;
 };
 
 TORCH_MODULE(T5Bias);
@@ -138,21 +94,16 @@ struct AlibiBias2dOptions {
 
 // On the height x width grid flattened as y*width + x: bias(q_len, k_len)
 // needs q_len == k_len == height*width.
-class AlibiBias2dImpl : public AttentionBiasImpl {
+class AlibiBias2dImpl : public FamilyBiasImpl {
  public:
   explicit AlibiBias2dImpl(const AlibiBias2dOptions& options);
 
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
-
   const AlibiBias2dOptions& options() const noexcept { return options_; }
   // [num_heads] float32, buffer "slopes", as AlibiBias.
-  const at::Tensor& slopes() const noexcept { return slopes_; }
+  const at::Tensor& slopes() const { return tensor("slopes"); }
 
  private:
   AlibiBias2dOptions options_;
-  at::Tensor slopes_;
 };
 
 TORCH_MODULE(AlibiBias2d);
@@ -171,24 +122,17 @@ struct T5Bias2dOptions {
 
 // table_h[bucket(y' - y), h] + table_w[bucket(x' - x), h]; bias(q_len, k_len)
 // needs q_len == k_len == height*width.
-class T5Bias2dImpl : public AttentionBiasImpl {
+class T5Bias2dImpl : public FamilyBiasImpl {
  public:
   explicit T5Bias2dImpl(const T5Bias2dOptions& options);
 
-  void reset_parameters();
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
-
   const T5Bias2dOptions& options() const noexcept { return options_; }
   // [num_buckets, num_heads] float32 each, parameters "table_h" (row offsets) and "table_w" (column offsets).
-  const at::Tensor& table_h() const noexcept { return table_h_; }
-  const at::Tensor& table_w() const noexcept { return table_w_; }
+  const at::Tensor& table_h() const { return tensor("table_h"); }
+  const at::Tensor& table_w() const { return tensor("table_w"); }
 
  private:
   T5Bias2dOptions options_;
-  at::Tensor table_h_;
-  at::Tensor table_w_;
 };
 
 TORCH_MODULE(T5Bias2d);

@@ -23,13 +23,13 @@
 
 #include <cstdint>
 #include <optional>
-#include <ostream>
 
-#include "posenc/nn/attention_biases.h"
+#include "posenc/nn/attention_bias.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
-// The attention's tile term of kind "cope" (registered in src/nn/ops/cope.cpp):
+// The attention's tile term of kind "cope" (registered in src/nn/families/cope.cpp):
 // its table e [npos, Dh], shared by the heads.
 inline TileTerm cope_tile(const at::Tensor& e) { return {"cope", {e}}; }
 
@@ -41,30 +41,22 @@ struct CopeBiasOptions {
   TORCH_ARG(bool, causal) = true;     // must be true: CoPE is defined for causal attention
 };
 
-class CopeBiasImpl : public AttentionBiasImpl {
+// The typed front end of the family's contract (src/nn/families/cope.cpp). reset_parameters (e = 0, the
+// authors' start), bias(q, k, scale) ((B, H, Tq, Tk), -inf where j > i'; differentiable), add_terms
+// (the tile term "cope" and the causal mask) and the repr are the holder's; bias(q_len, k_len) is
+// refused (runtime_error naming bias(q, k)).
+// "[CopeBias] causal must be true: CoPE is defined for decoders (causal attention), got false",
+// "[CopeBias] npos_max must be >= 1, got 0", "[CopeBias] head_dim must be >= 1, got 0".
+class CopeBiasImpl : public FamilyBiasImpl {
  public:
-  // "[CopeBias] causal must be true: CoPE is defined for decoders (causal attention), got false",
-  // "[CopeBias] npos_max must be >= 1, got 0", "[CopeBias] head_dim must be >= 1, got 0".
   explicit CopeBiasImpl(const CopeBiasOptions& options);
-
-  // e = 0 (the authors' start).
-  void reset_parameters();
-  // Refused: the term depends on q and k (runtime_error naming bias(q, k)).
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  // q (B, H, Tq, Dh), k (B, H, Tk, Dh) -> (B, H, Tq, Tk): the term, -inf where j > i'; differentiable.
-  at::Tensor bias(const at::Tensor& q, const at::Tensor& k, double scale,
-                  const std::optional<at::Tensor>& key_padding_mask = std::nullopt);
-  // The table (terms.tiles, kind "cope") and the causal mask.
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
 
   const CopeBiasOptions& options() const noexcept { return options_; }
   // Parameter "e" [npos_max, head_dim] (float32 unless moved).
-  const at::Tensor& e() const noexcept { return e_; }
+  const at::Tensor& e() const { return tensor("e"); }
 
  private:
   CopeBiasOptions options_;
-  at::Tensor e_;
 };
 
 TORCH_MODULE(CopeBias);

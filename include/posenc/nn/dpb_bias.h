@@ -26,9 +26,9 @@
 #include <torch/arg.h>
 
 #include <cstdint>
-#include <ostream>
 
-#include "posenc/nn/attention_biases.h"
+#include "posenc/nn/attention_bias.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -43,16 +43,13 @@ struct DynamicPositionBiasOptions {
   TORCH_ARG(bool, causal) = false;        // -inf on keys after the query (a decoder)
 };
 
-class DynamicPositionBiasImpl : public AttentionBiasImpl {
+// The typed front ends of the two contracts (src/nn/families/dpb.cpp): reset_parameters (the
+// weights drawn again, LayerNorm to gamma 1, beta 0), bias, add_terms (the O(H*T) offset rows / the
+// grid) and the repr are the holder's.
+// "[DynamicPositionBias] hidden must be >= 1, got 0", "... depth must be >= 1, got 0".
+class DynamicPositionBiasImpl : public FamilyBiasImpl {
  public:
-  // "[DynamicPositionBias] hidden must be >= 1, got 0", "... depth must be >= 1, got 0".
   explicit DynamicPositionBiasImpl(const DynamicPositionBiasOptions& options);
-
-  // Draws the weights again (torch's default generator); LayerNorm to gamma 1, beta 0.
-  void reset_parameters();
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
 
   // [num_heads, q_len + k_len - 1] in `dtype` (default: the parameters'), element d + k_len - 1 for
   // d = j - i'; differentiable wrt every parameter.
@@ -62,7 +59,6 @@ class DynamicPositionBiasImpl : public AttentionBiasImpl {
 
  private:
   DynamicPositionBiasOptions options_;
-  at::Tensor in_weight_, in_bias_, hidden_weight_, hidden_bias_, norm_weight_, norm_bias_, out_weight_, out_bias_;
 };
 
 TORCH_MODULE(DynamicPositionBias);
@@ -83,14 +79,9 @@ struct ContinuousPositionBias2dOptions {
 
 // On the height x width grid flattened as y*width + x: bias(q_len, k_len)
 // needs q_len == k_len == height*width.
-class ContinuousPositionBias2dImpl : public AttentionBiasImpl {
+class ContinuousPositionBias2dImpl : public FamilyBiasImpl {
  public:
   explicit ContinuousPositionBias2dImpl(const ContinuousPositionBias2dOptions& options);
-
-  void reset_parameters();
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
 
   // [num_heads, 2*height-1, 2*width-1] in `dtype` (default: the parameters'); differentiable.
   at::Tensor grid(c10::optional<at::ScalarType> dtype = c10::nullopt);
@@ -99,7 +90,6 @@ class ContinuousPositionBias2dImpl : public AttentionBiasImpl {
 
  private:
   ContinuousPositionBias2dOptions options_;
-  at::Tensor fc1_weight_, fc1_bias_, fc2_weight_;
 };
 
 TORCH_MODULE(ContinuousPositionBias2d);

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "posenc/nn/family_contract.h"
 #include "posenc/nn/input_encoding.h"
 #include "posenc/nn/multihead_attention.h"
 
@@ -106,6 +107,11 @@ struct EncodingFamily {
   // Fills the slot of its point in one attention layer's encodings; set for
   // kQueryKey, kLogitBias and kRelativeVectors.
   std::function<void(const EncodingConfig&, AttentionEncodings&)> make_attention;
+  // A family on the contract (family_contract.h) names its module and its settings for a model; the
+  // registry then builds the one holder (FamilyBias) and the Python package its generated class, with
+  // no make_attention.
+  std::string module;
+  std::function<FamilySettings(const EncodingConfig&)> preset;
 };
 
 // Every family, in the order `posenc encodings` lists them (none, input,

@@ -23,9 +23,9 @@
 #include <torch/arg.h>
 
 #include <cstdint>
-#include <ostream>
 
-#include "posenc/nn/attention_biases.h"
+#include "posenc/nn/attention_bias.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -40,7 +40,7 @@ struct FireTerm {
   bool defined() const noexcept { return w1.defined(); }
 };
 
-// The attention's tile term of kind "fire" (registered in src/nn/ops/fire.cpp).
+// The attention's tile term of kind "fire" (registered in src/nn/families/fire.cpp).
 inline TileTerm fire_tile(const FireTerm& t) { return {"fire", {t.w1, t.b1, t.w2, t.b2, t.c, t.threshold}}; }
 
 struct FireBiasOptions {
@@ -52,40 +52,30 @@ struct FireBiasOptions {
   TORCH_ARG(double, init_L) = 512.0;     // > 0, the fixed scale of the learned threshold
 };
 
-class FireBiasImpl : public AttentionBiasImpl {
+// The typed front end of the family's contract (src/nn/families/fire.cpp). reset_parameters, bias (-inf where
+// j > i'), add_terms (the tile term "fire" and the causal mask) and the repr are the holder's.
+// "[FireBias] causal must be true: FIRE is defined for decoders (causal attention), got false",
+// "[FireBias] hidden must be >= 1, got 0", "[FireBias] init_c must be > 0, got 0",
+// "[FireBias] init_L must be > 0, got -1".
+class FireBiasImpl : public FamilyBiasImpl {
  public:
-  // "[FireBias] causal must be true: FIRE is defined for decoders (causal attention), got false",
-  // "[FireBias] hidden must be >= 1, got 0", "[FireBias] init_c must be > 0, got 0",
-  // "[FireBias] init_L must be > 0, got -1".
   explicit FireBiasImpl(const FireBiasOptions& options);
-
-  // Draws the MLP again (torch's default generator), c = init_c, L_multiplier = 1.
-  void reset_parameters();
-  // [H, q_len, k_len], -inf where j > i' (i' = i + k_len - q_len); differentiable.
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  // The per-tile term (terms.tiles, kind "fire") and the causal mask.
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
 
   const FireBiasOptions& options() const noexcept { return options_; }
   // Parameters (float32 unless moved): "w1", "b1" [hidden], "w2" [H, hidden], "b2" [H] (the layout of
   // torch.nn.Linear(1, hidden) squeezed and torch.nn.Linear(hidden, H)), "c" and "L_multiplier" (0-d).
-  const at::Tensor& w1() const noexcept { return w1_; }
-  const at::Tensor& b1() const noexcept { return b1_; }
-  const at::Tensor& w2() const noexcept { return w2_; }
-  const at::Tensor& b2() const noexcept { return b2_; }
-  const at::Tensor& c() const noexcept { return c_; }
-  const at::Tensor& L_multiplier() const noexcept { return l_multiplier_; }
+  const at::Tensor& w1() const { return tensor("w1"); }
+  const at::Tensor& b1() const { return tensor("b1"); }
+  const at::Tensor& w2() const { return tensor("w2"); }
+  const at::Tensor& b2() const { return tensor("b2"); }
+  const at::Tensor& c() const { return tensor("c"); }
+  const at::Tensor& L_multiplier() const { return tensor("L_multiplier"); }
   // The values the op sees: |c| and L = |L_multiplier * init_L| (0-d, differentiable).
-  at::Tensor effective_c() const;
-  at::Tensor threshold() const;
+  at::Tensor effective_c() const { return call("effective_c"); }
+  at::Tensor threshold() const { return call("threshold"); }
 
  private:
-  // The tile term's tensors in `compute` (differentiable wrt every parameter).
-  FireTerm term(at::ScalarType compute) const;
-
   FireBiasOptions options_;
-  at::Tensor w1_, b1_, w2_, b2_, c_, l_multiplier_;
 };
 
 TORCH_MODULE(FireBias);

@@ -17,10 +17,10 @@
 
 #include <cstdint>
 #include <optional>
-#include <ostream>
 
 #include "posenc/kernels/kerple.h"
-#include "posenc/nn/attention_biases.h"
+#include "posenc/nn/attention_bias.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -36,29 +36,24 @@ struct KerpleBiasOptions {
   TORCH_ARG(double, eps) = 0.01;  // the projection's floor, in (0, 1]
 };
 
-class KerpleBiasImpl : public AttentionBiasImpl {
+// The typed front end of the family's contract (src/nn/families/kerple.cpp): the options as settings, the
+// parameters by name. reset_parameters, bias, add_terms and the repr are the holder's.
+class KerpleBiasImpl : public FamilyBiasImpl {
  public:
   explicit KerpleBiasImpl(const KerpleBiasOptions& options);
 
-  // Draws (or sets) r1 and r2 again, then projects them (torch's default generator).
-  void reset_parameters();
   // Clamps r1, r2 onto [eps, inf) (power: r2 onto [eps, 2]) in place; a no-op
   // (no version bump) when they are in range, so a second forward before a
   // backward does not invalidate the first graph.
-  void project();
-  at::Tensor bias(int64_t q_len, int64_t k_len) override;
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void pretty_print(std::ostream& stream) const override;
+  void project() { call("project"); }
 
   const KerpleBiasOptions& options() const noexcept { return options_; }
   // [num_heads] float32 each, parameters "r1" and "r2".
-  const at::Tensor& r1() const noexcept { return r1_; }
-  const at::Tensor& r2() const noexcept { return r2_; }
+  const at::Tensor& r1() const { return tensor("r1"); }
+  const at::Tensor& r2() const { return tensor("r2"); }
 
  private:
   KerpleBiasOptions options_;
-  at::Tensor r1_;
-  at::Tensor r2_;
 };
 
 TORCH_MODULE(KerpleBias);

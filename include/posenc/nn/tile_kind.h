@@ -1,6 +1,6 @@
 // The kinds of tile term (posenc/nn/attention_terms.h's TileTerm): a registry
-// the families fill from their own files (FIRE: src/nn/ops/fire.cpp, CoPE:
-// src/nn/ops/cope.cpp) so that the attention code names none of them; a
+// the families fill from their own files (FIRE: src/nn/families/fire.cpp, CoPE:
+// src/nn/families/cope.cpp) so that the attention code names none of them; a
 // library user may register a kind of their own the same way. A kind says
 // how its tensors are checked, how the fused kernels compute it per tile
 // (kernels/tile_bias.h), how its parameter gradients come back from the

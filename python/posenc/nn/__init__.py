@@ -26,18 +26,19 @@ from .absolute import (
 )
 from . import functional
 from .attention import MultiheadAttention
-from .bias import AlibiBias, AlibiBias2d, KerpleBias, T5Bias, T5Bias2d
-from .fire import FireBias
-from .cope import CopeBias
 from .deberta import DebertaRelative
-from .dpb import ContinuousPositionBias2d, DynamicPositionBias
 from .registry import ENCODINGS, parse_encoding
 from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
 from .rotary import MultimodalRotaryEmbedding, RotaryEmbedding, RotaryEmbeddingAxial
 from .temperature import QueryTemperature
+from ._family import FamilyModule, generate as _generate
+
+# The families on the contract (include/posenc/nn/family_contract.h): one class each, from the catalog.
+globals().update(_generate(__name__))
 
 __all__ = [
     "ENCODINGS",
+    "FamilyModule",
     "AlibiBias",
     "AlibiBias2d",
     "ContinuousPositionBias2d",

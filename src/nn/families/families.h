@@ -1,7 +1,12 @@
 // Internal to the descriptors: how a descriptor file enters the catalog, and
-// the builders of parameters the family files share.
+// the builders of parameters and the small helpers the family files share.
 #pragma once
 
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -24,6 +29,38 @@ EncodingParameter real(std::string name, double EncodingConfig::*field, std::str
                        bool lower_open, double upper = 1e300, bool upper_open = false);
 // An integer setting >= lower.
 EncodingParameter integer(std::string name, int64_t EncodingConfig::*field, std::string meaning, int64_t lower);
+
+// The grid biases live on one grid: both lengths must be its cell count,
+// "[AlibiBias2d] q_len and k_len must both be height*width = 6, got 5 and 6".
+inline void check_grid_lengths(const char* module, const FamilySettings& s, int64_t q_len, int64_t k_len) {
+  const int64_t cells = s.integer("height") * s.integer("width");
+  TORCH_CHECK_VALUE(q_len == cells && k_len == cells, "[", module, "] q_len and k_len must both be height*width = ",
+                    cells, ", got ", q_len, " and ", k_len);
+}
+
+// Offsets -(n-1) .. n-1 along one grid axis, int64.
+inline at::Tensor axis_offsets(int64_t n) { return at::arange(-(n - 1), n, at::kLong); }
+
+// Decoders: "[FireBias] causal attention needs every query to see a key: q_len must be <= k_len, got 4 and 3".
+inline void check_causal_lengths(const char* module, int64_t q_len, int64_t k_len) {
+  TORCH_CHECK_VALUE(q_len <= k_len, "[", module,
+                    "] causal attention needs every query to see a key: q_len must be <= k_len, got ", q_len, " and ",
+                    k_len);
+}
+
+// The dense form of offset rows [H, q_len + k_len - 1] (column d + k_len - 1 for d = j - i'):
+// [H, q_len, k_len], read at j - i + q_len - 1, -inf on the keys after the query when causal.
+inline at::Tensor spread_offset_rows(const at::Tensor& rows, int64_t q_len, int64_t k_len, bool causal) {
+  const at::Tensor i = at::arange(q_len, at::kLong).unsqueeze(1), j = at::arange(k_len, at::kLong).unsqueeze(0);
+  const at::Tensor column = j - i + (q_len - 1);
+  at::Tensor out = rows.index_select(1, column.flatten()).view({rows.size(0), q_len, k_len});
+  // Keys after the query: d = column - (k_len - 1) > 0.
+  if (causal) out = out.masked_fill(column > k_len - 1, -std::numeric_limits<double>::infinity());
+  return out;
+}
+
+// Adds a term to what another family may have written in the same slot.
+inline void accumulate(at::Tensor& slot, const at::Tensor& value) { slot = slot.defined() ? slot + value : value; }
 
 // Settings several families read.
 EncodingParameter base_parameter(std::string meaning);  // "base", > 0

@@ -308,6 +308,17 @@ TORCH_LIBRARY(posenc, m) {
       // "[offset_rows, relative_keys(K=4), tile(fire)]"
       .def("describe", [](const Spec& self) { return self->spec.describe(); })
       .def("tensor_count", [](const Spec& self) { return self->spec.tensor_count(); })
+      // Per entry, its name ("offset_rows", "tile(fire)") and how many tensors it takes from the list.
+      .def("entry_names", [](const Spec& self) {
+        std::vector<std::string> names;
+        for (const auto& e : self->spec.entries) names.push_back(posenc::nn::term_entry_name(e));
+        return names;
+      })
+      .def("entry_tensors", [](const Spec& self) {
+        std::vector<int64_t> counts;
+        for (const auto& e : self->spec.entries) counts.push_back(posenc::nn::term_entry_tensors(e));
+        return counts;
+      })
       // Pickled as its entries, (kind, max_distance, grid_height, grid_width) each and the tile kinds'
       // names in entry order (empty for the other kinds): copy.deepcopy, torch.save and TorchScript keep a spec.
       .def_pickle(
@@ -338,4 +349,26 @@ TORCH_LIBRARY(posenc, m) {
   m.def("attention_fused(Tensor q, Tensor k, Tensor v, Tensor[] terms, " POSENC_TERM_SPEC " spec, "
         "bool causal=False, Tensor? key_padding_mask=None, float? scale=None, bool return_weights=False) "
         "-> (Tensor, Tensor)");
+
+  // The family contracts (posenc/nn/family_contract.h, ops/family.cpp): what the one Python holder
+  // of every generated posenc.nn class calls. settings is JSON ({"num_heads": 4, "kind": "log"}),
+  // state the module's tensors in its contract's order; the ops are CompositeImplicitAutograd, so
+  // gradients reach the state through the ops the family calls.
+  m.def("family_catalog() -> str");
+  m.def("family_settings(str module, str settings) -> str");
+  m.def("family_preset(str family, int num_heads, int head_dim, bool causal) -> str");
+  m.def("family_init(str module, str settings) -> Tensor[]");
+  m.def("family_reset(str module, str settings, Tensor(a!)[] state) -> ()");
+  m.def("family_dense(str module, str settings, Tensor[] state, int q_len, int k_len) -> Tensor");
+  m.def("family_dense_qk(str module, str settings, Tensor[] state, Tensor q, Tensor k, float scale, "
+        "Tensor? key_padding_mask=None) -> Tensor");
+  m.def("family_terms(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType compute) "
+        "-> (Tensor[], " POSENC_TERM_SPEC ")");
+  m.def("family_call(str module, str settings, Tensor[] state, str method, int q_len=0, int k_len=0, "
+        "ScalarType? dtype=None) -> Tensor");
+  m.def("family_keyword_names(str module, str settings) -> str");
+  m.def("family_keywords(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType dtype) "
+        "-> Tensor[]");
+  m.def("family_adopt(str module, str settings, str name, Tensor value) -> Tensor");
+  m.def("family_pretrained(str module, Tensor weight, str settings) -> str");
 }

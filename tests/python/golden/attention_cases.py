@@ -9,10 +9,16 @@ attention op, its terms or the modules must not change a single value. Two kinds
   gradients of the input and of every parameter.
 
 Run as a script to write the values (only from the build the comparison is meant to hold against):
-    POSENC_LIBRARY=... /usr/bin/python3 tests/python/golden/attention_cases.py OUT.pt
+    POSENC_LIBRARY=... /usr/bin/python3 tests/python/golden/attention_cases.py DIR
+writes DIR/attention_golden.<machine key>.pt. The last bits depend on the machine the kernels were compiled
+for (-march=native) and on OpenBLAS's kernel set (the projections' GEMMs), so a saved set holds for one
+such key only (machine_key()).
 """
 
+import ctypes
+import pathlib
 import re
+import subprocess
 import sys
 
 import torch
@@ -141,10 +147,33 @@ def module_results():
     return results
 
 
+def machine_key():
+    """"<gcc's -march=native target>.<OpenBLAS core>", e.g. "cooperlake.SkylakeX": what the values' last bits
+    depend on besides the code ("unknown" parts when the compiler or OpenBLAS does not say)."""
+    try:
+        text = subprocess.run(["c++", "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
+                              timeout=60).stdout
+        march = re.search(r"^\s+-march=\s+(\S+)", text, re.MULTILINE).group(1)
+    except (OSError, subprocess.SubprocessError, AttributeError):
+        march = "unknown"
+    try:
+        corename = ctypes.CDLL("libblas.so.3").openblas_get_corename
+        corename.restype = ctypes.c_char_p
+        core = corename().decode()
+    except (OSError, AttributeError):
+        core = "unknown"
+    return f"{march}.{core}"
+
+
+def golden_path(directory):
+    return pathlib.Path(directory) / f"attention_golden.{machine_key()}.pt"
+
+
 def all_results():
     torch.set_num_threads(1)
     return {**term_results(), **module_results()}
 
 
 if __name__ == "__main__":
-    torch.save(all_results(), sys.argv[1])
+    torch.save(all_results(), golden_path(sys.argv[1]))
+    print(golden_path(sys.argv[1]))

@@ -1,28 +1,47 @@
-// The CoPE dense op, all of it in one place: schema, CPU kernel call,
-// autograd and the typed C++ API (posenc/nn/cope_bias.h), and the checks the
-// attention shares (ops/cope_support.h), and the attention's tile kind "cope".
+// CoPE torch layer, all of it in one file (docs/families.md): its op, the
+// contract its one holder works through, the typed C++ front end and the
+// descriptor. Each part keeps its own notes below.
+//
+// Its op. The CoPE dense op, all of it in one place: schema, CPU kernel call,
+// autograd and the typed C++ API (posenc/nn/cope_bias.h), the table's checks,
+// and the attention's tile kind "cope".
 //   cope_bias           q, k, e, scale, key_padding_mask -> (B, H, Tq, Tk)
 //   cope_bias_backward  grad -> (dq, dk, de)
 // The backward has no autograd kernel of its own: first derivatives only, as
 // the fused attention's CoPE term.
+//
+// Its module. CoPE's contract (posenc/nn/family_contract.h): the authors' table e, handed
+// to the attention as a term it evaluates from q and k, or made dense through
+// the cope_bias op. Then the typed C++ front end and the family's descriptor
+// (families/families.h).
+#include "posenc/nn/cope_bias.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/csrc/autograd/custom_function.h>
-#include <torch/library.h>
-
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
 #include <tuple>
 #include <vector>
 
+#include "families/families.h"
 #include "op_support.h"
-#include "ops/cope_support.h"
 #include "ops/attention/cpu_inputs.h"
-#include "posenc/nn/tile_kind.h"
 #include "posenc/kernels/cope.h"
-#include "posenc/nn/cope_bias.h"
+#include "posenc/nn/tile_kind.h"
+
+namespace posenc::nn::detail {
+
+// e floating, on the CPU, 2-D [npos >= 1, Dh] with Dh = q's last size, finite:
+// "[attention] cope_e must be [npos, Dh] with npos >= 1 and Dh = 8, got (16, 4)".
+void check_cope(const char* op, const char* name, const at::Tensor& e, const at::Tensor& q);
+
+}  // namespace posenc::nn::detail
 
 namespace posenc::nn {
 
@@ -241,3 +260,113 @@ TORCH_LIBRARY_IMPL(posenc, CPU, m) {
 TORCH_LIBRARY_IMPL(posenc, Autograd, m) { m.impl("cope_bias", cope_bias_autograd); }
 
 }  // namespace posenc::nn
+
+namespace posenc::nn {
+namespace {
+
+constexpr const char* kModule = "CopeBias";
+
+void check(const FamilySettings& s) {
+  TORCH_CHECK_VALUE(s.flag("causal"), "[", kModule,
+                    "] causal must be true: CoPE is defined for decoders (causal attention), got false");
+}
+
+at::Tensor dense_of_lengths(const FamilySettings&, const FamilyState&, int64_t, int64_t) {
+  throw std::runtime_error("[CopeBias] the CoPE term depends on q and k, not on the lengths alone: use bias(q, k, "
+                           "scale) or let the attention compute it (add_terms)");
+}
+
+at::Tensor dense(const FamilySettings&, const FamilyState& t, const at::Tensor& q, const at::Tensor& k, double scale,
+                 const std::optional<at::Tensor>& key_padding_mask) {
+  const at::Tensor out = ops::cope_bias(q, k, t[0].to(q.scalar_type()), scale, key_padding_mask);
+  const int64_t q_len = q.size(2), k_len = k.size(2);
+  const at::Tensor i = at::arange(q_len, at::kLong).unsqueeze(1), j = at::arange(k_len, at::kLong).unsqueeze(0);
+  return out.masked_fill(j - i > k_len - q_len, -std::numeric_limits<double>::infinity());
+}
+
+void terms(const FamilySettings&, const FamilyState& t, AttentionTerms& out, int64_t q_len, int64_t k_len,
+           at::ScalarType compute) {
+  families::check_causal_lengths(kModule, q_len, k_len);
+  out.causal = true;
+  if (q_len == 0 || k_len == 0) return;  // no pair
+  for (const TileTerm& tile : out.tiles) {
+    TORCH_CHECK_VALUE(tile.kind != "cope", "[", kModule, "] the attention terms already hold a CoPE term");
+  }
+  out.tiles.push_back(cope_tile(t[0].to(compute)));
+}
+
+FamilyContract contract() {
+  FamilyContract c;
+  c.module = kModule;
+  c.summary =
+      "CoPE (Golovneva et al. 2024, arXiv 2405.18719): positions counted by the content. For query i at key position "
+      "i' and keys j <= i', g[i, j] = sigmoid(scale q_i . k_j) (a padded key counts 0), p[i, j] = sum_{t=j}^{i'} "
+      "g[i, t], P = min(p, npos_max - 1), w = P - floor(P), and term[i, j] = (1 - w) q_i . e[floor P] + w q_i . "
+      "e[ceil P] added to the scaled logits, as the authors' code: one table e [npos_max, head_dim] shared by the "
+      "heads, zero at the start; the gates use the attention's scale. The fused attention computes the term per "
+      "query row (the tile kind \"cope\"); forward(q, k) gives it dense. CoPE is defined for decoders: causal must "
+      "be True.";
+  c.settings = {
+      size_setting("num_heads", "H"),
+      size_setting("head_dim", "Dh"),
+      integer_setting("npos_max", 64, "table rows; contextual positions clamp at npos_max - 1", 1),
+      flag_setting("causal", true, "must be True: CoPE is defined for causal attention"),
+  };
+  c.state = {{"e"}};
+  c.check = check;
+  c.shapes = [](const FamilySettings& s) {
+    return std::vector<std::vector<int64_t>>{{s.integer("npos_max"), s.integer("head_dim")}};
+  };
+  c.reset = [](const FamilySettings&, FamilyState& t) { t[0].zero_(); };  // the authors' torch.zeros
+  c.dense = dense_of_lengths;
+  c.dense_qk = dense;
+  c.terms = terms;
+  c.shown = {"num_heads", "head_dim", "npos_max"};
+  return c;
+}
+
+const FamilyContractRegistration registered_contract(contract());
+
+FamilySettings settings_of(const CopeBiasOptions& o) {
+  FamilySettings s;
+  s.set("num_heads", o.num_heads()).set("head_dim", o.head_dim()).set("npos_max", o.npos_max());
+  return s.set("causal", o.causal());
+}
+
+}  // namespace
+
+CopeBiasImpl::CopeBiasImpl(const CopeBiasOptions& options)
+    : FamilyBiasImpl(kModule, settings_of(options)), options_(options) {}
+
+}  // namespace posenc::nn
+
+// The family's descriptor: what `posenc encodings`, the registry and the report read.
+namespace posenc::nn::families {
+namespace {
+
+void add_cope(std::vector<EncodingFamily>& out) {
+  EncodingFamily cope;
+  cope.name = "cope";
+  cope.point = EncodingPoint::kLogitBias;
+  cope.description =
+      "contextual positions p_ij = sum_{t=j..i} sigmoid(q_i.k_t / sqrt(Dh)), clamped at cope_npos - 1, and a "
+      "learned table e [cope_npos, head_dim] shared by the heads, q_i.e interpolated at p_ij added to the logits; computed "
+      "per query row in the fused attention (Golovneva et al. 2024, CoPE); decoders only";
+  cope.parameters = {integer("cope_npos", &EncodingConfig::cope_npos,
+                             "table rows; contextual positions clamp at cope_npos - 1", 1)};
+  cope.needs.causal = true;
+  cope.needs.causal_hint = "CoPE is defined for causal attention (gates over the keys up to the query); use "
+                           "kerple, t5 or dpb in an encoder";
+  cope.module = kModule;
+  cope.preset = [](const EncodingConfig& c) {
+    FamilySettings s;
+    s.set("num_heads", c.num_heads).set("head_dim", c.dim / c.num_heads).set("npos_max", c.cope_npos);
+    return s.set("causal", true);
+  };
+  out.push_back(std::move(cope));
+}
+
+const Registration registered(70, add_cope);
+
+}  // namespace
+}  // namespace posenc::nn::families

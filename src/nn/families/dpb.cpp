@@ -1,4 +1,8 @@
-// The dynamic position bias ops, all of each in one place: schema, CPU kernel
+// The dynamic position biases' torch layer, all of it in one file (docs/families.md): its op, the
+// contract its one holder works through, the typed C++ front end and the
+// descriptor. Each part keeps its own notes below.
+//
+// Its op. The dynamic position bias ops, all of each in one place: schema, CPU kernel
 // call, autograd and the typed C++ API (posenc/nn/dpb_bias.h).
 //   dpb_offset_bias           the DPB MLP's tensors -> rows [H, q_len + k_len - 1]
 //   dpb_offset_bias_backward  grad rows -> the gradient of each tensor
@@ -6,19 +10,28 @@
 //   cpb_grid_bias_backward    grad grid -> the three gradients
 // The backwards have no autograd kernel of their own: first derivatives only,
 // as the fused attention that consumes the rows and the grid.
-#include "posenc/kernels/dpb.h"
+//
+// Its module. The dynamic position biases' contracts (posenc/nn/family_contract.h): the
+// MLPs' parameters, and per call the offset rows (1D) or the grid (2D) from
+// the dpb ops, whose autograd carries every parameter's gradient. The fused
+// attention gets the rows / grid; the dense form spreads them to [H, Tq, Tk].
+// Then the typed C++ front ends and the 1D family's descriptor (families/families.h).
+#include "posenc/nn/dpb_bias.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
-
-#include <string>
 #include <tuple>
 #include <vector>
 
+#include "families/families.h"
 #include "op_support.h"
-#include "posenc/nn/dpb_bias.h"
+#include "posenc/kernels/dpb.h"
 
 namespace posenc::nn {
 namespace {
@@ -378,3 +391,254 @@ TORCH_LIBRARY_IMPL(posenc, Autograd, m) {
 }
 
 }  // namespace posenc::nn
+
+namespace posenc::nn {
+namespace {
+
+constexpr const char* kDpbModule = "DynamicPositionBias";
+constexpr const char* kCpbModule = "ContinuousPositionBias2d";
+
+// torch.nn.Linear.reset_parameters: kaiming_uniform(a = sqrt(5)) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
+// and the bias the same bound.
+void linear_init(at::Tensor& t, int64_t fan_in) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  t.uniform_(-bound, bound);
+}
+
+at::Tensor as(const at::Tensor& x, at::ScalarType t) { return x.defined() ? x.to(t) : x; }
+
+// ---------------------------------------------------------------------------
+// DynamicPositionBias: state in_weight, in_bias, hidden_weight, hidden_bias, [norm_weight, norm_bias], out_*.
+
+enum DpbSlot { kInWeight, kInBias, kHiddenWeight, kHiddenBias, kNormWeight, kNormBias, kOutWeight, kOutBias };
+
+at::Tensor dpb_rows(const FamilySettings& s, const FamilyState& t, int64_t q_len, int64_t k_len, at::ScalarType dtype) {
+  return ops::dpb_offset_bias({as(t[kInWeight], dtype), as(t[kInBias], dtype), as(t[kHiddenWeight], dtype),
+                               as(t[kHiddenBias], dtype), as(t[kNormWeight], dtype), as(t[kNormBias], dtype),
+                               as(t[kOutWeight], dtype), as(t[kOutBias], dtype)},
+                              q_len, k_len, s.flag("log_distance"));
+}
+
+// [H, q_len, k_len]: the rows read at j - i' + k_len - 1 = j - i + q_len - 1.
+at::Tensor dpb_dense(const FamilySettings& s, const FamilyState& t, int64_t q_len, int64_t k_len) {
+  const int64_t heads = s.integer("num_heads");
+  const bool causal = s.flag("causal");
+  if (causal) families::check_causal_lengths(kDpbModule, q_len, k_len);
+  if (q_len == 0 || k_len == 0) return at::zeros({heads, q_len, k_len}, t[kInWeight].options());
+  const at::Tensor rows = dpb_rows(s, t, q_len, k_len, t[kInWeight].scalar_type());
+  return families::spread_offset_rows(rows, q_len, k_len, causal);
+}
+
+void dpb_terms(const FamilySettings& s, const FamilyState& t, AttentionTerms& out, int64_t q_len, int64_t k_len,
+               at::ScalarType compute) {
+  if (s.flag("causal")) out.causal = true;
+  if (q_len == 0 || k_len == 0) return;  // no pair, no row
+  const at::Tensor rows = dpb_rows(s, t, q_len, k_len, compute);
+  out.offset_bias = out.offset_bias.defined() ? out.offset_bias + rows : rows;
+}
+
+FamilyContract dpb_contract() {
+  FamilyContract c;
+  c.module = kDpbModule;
+  c.summary =
+      "x-transformers' DynamicPositionBias: for query i (at i' = i + k_len - q_len) and key j, bias[h, i, j] = "
+      "MLP(phi(i' - j))_h, phi(r) = r or sign(r) log(1 + |r|) (log_distance), with the MLP Linear(1, hidden) "
+      "[+ LayerNorm] + SiLU, depth - 1 times Linear(hidden, hidden) [+ LayerNorm] + SiLU, then Linear(hidden, "
+      "num_heads); -inf where j > i' when causal. x-transformers builds it with hidden = model dim // 4, depth 2, no "
+      "norm, linear distance. Parameters (nn.Linear's [out, in] layout, hidden layers stacked): in_weight "
+      "[hidden, 1], in_bias [hidden], hidden_weight [depth-1, hidden, hidden], hidden_bias [depth-1, hidden], "
+      "norm_weight / norm_bias [depth, hidden] (norm only), out_weight [num_heads, hidden], out_bias [num_heads].";
+  c.settings = {
+      size_setting("num_heads", "H"),
+      size_setting("hidden", "the MLP's width (x-transformers: model dim // 4)"),
+      integer_setting("depth", 2, "Linear + SiLU layers before the output layer", 1),
+      flag_setting("log_distance", false, "phi(r) = sign(r) log(1 + |r|) instead of r"),
+      flag_setting("norm", false, "LayerNorm before each SiLU"),
+      flag_setting("causal", false, "-inf on keys after the query (a decoder)"),
+  };
+  c.state = {{"in_weight"},         {"in_bias"},          {"hidden_weight"}, {"hidden_bias"},
+             {"norm_weight", true, "norm"}, {"norm_bias", true, "norm"}, {"out_weight"},    {"out_bias"}};
+  c.check = [](const FamilySettings& s) {
+    detail::translate_errors([&] {
+      kernels::validate(kernels::DpbParams{s.integer("num_heads"), s.integer("hidden"), s.integer("depth"),
+                                           s.flag("log_distance"), s.flag("norm"), 0, 0},
+                        kDpbModule);
+    });
+  };
+  c.shapes = [](const FamilySettings& s) {
+    const int64_t hd = s.integer("hidden"), depth = s.integer("depth"), heads = s.integer("num_heads");
+    return std::vector<std::vector<int64_t>>{{hd, 1},    {hd},     {depth - 1, hd, hd}, {depth - 1, hd},
+                                             {depth, hd}, {depth, hd}, {heads, hd},        {heads}};
+  };
+  c.reset = [](const FamilySettings& s, FamilyState& t) {
+    const int64_t hd = s.integer("hidden");
+    linear_init(t[kInWeight], 1);
+    linear_init(t[kInBias], 1);
+    linear_init(t[kHiddenWeight], hd);
+    linear_init(t[kHiddenBias], hd);
+    if (s.flag("norm")) {
+      t[kNormWeight].fill_(1.0);
+      t[kNormBias].zero_();
+    }
+    linear_init(t[kOutWeight], hd);
+    linear_init(t[kOutBias], hd);
+  };
+  c.dense = dpb_dense;
+  c.terms = dpb_terms;
+  // [num_heads, q_len + k_len - 1]: the bias of offset d = j - i' at column d + k_len - 1.
+  c.methods = {{"offset_rows", {"q_len", "k_len", "dtype"},
+                [](const FamilySettings& s, const FamilyState& t, const MethodCall& call) {
+                  return dpb_rows(s, t, call.q_len, call.k_len, call.dtype.value_or(t[kInWeight].scalar_type()));
+                }}};
+  c.shown = {"num_heads", "hidden", "depth", "log_distance", "norm", "causal"};
+  return c;
+}
+
+// ---------------------------------------------------------------------------
+// ContinuousPositionBias2d: state fc1_weight, fc1_bias, fc2_weight.
+
+void check_cells(const FamilySettings& s, int64_t q_len, int64_t k_len) {
+  const int64_t cells = s.integer("height") * s.integer("width");
+  TORCH_CHECK_VALUE(q_len == cells && k_len == cells, "[", kCpbModule, "] q_len and k_len must both be height*width = ",
+                    cells, ", got ", q_len, " and ", k_len);
+}
+
+at::Tensor cpb_grid(const FamilySettings& s, const FamilyState& t, at::ScalarType dtype) {
+  return ops::cpb_grid_bias(t[0].to(dtype), t[1].to(dtype), t[2].to(dtype), s.integer("height"), s.integer("width"),
+                            s.integer("pretrained_height"), s.integer("pretrained_width"));
+}
+
+// [H, HW, HW]: bias[h, i, j] = grid[h, y_j - y_i + H - 1, x_j - x_i + W - 1].
+at::Tensor cpb_dense(const FamilySettings& s, const FamilyState& t, int64_t q_len, int64_t k_len) {
+  check_cells(s, q_len, k_len);
+  const int64_t height = s.integer("height"), width = s.integer("width"), cells = height * width;
+  const at::Tensor g = cpb_grid(s, t, t[0].scalar_type());
+  const at::Tensor cell = at::arange(cells, at::kLong);
+  const at::Tensor y = at::floor_divide(cell, width), x = at::remainder(cell, width);
+  const at::Tensor row = y.unsqueeze(0) - y.unsqueeze(1) + (height - 1);
+  const at::Tensor col = x.unsqueeze(0) - x.unsqueeze(1) + (width - 1);
+  const at::Tensor flat = (row * (2 * width - 1) + col).flatten();
+  return g.flatten(1).index_select(1, flat).view({s.integer("num_heads"), cells, cells});
+}
+
+void cpb_terms(const FamilySettings& s, const FamilyState& t, AttentionTerms& out, int64_t q_len, int64_t k_len,
+               at::ScalarType compute) {
+  check_cells(s, q_len, k_len);
+  const at::Tensor g = cpb_grid(s, t, compute);
+  out.grid_bias = out.grid_bias.defined() ? out.grid_bias + g : g;
+  out.grid_height = s.integer("height");
+  out.grid_width = s.integer("width");
+}
+
+FamilyContract cpb_contract() {
+  FamilyContract c;
+  c.module = kCpbModule;
+  c.summary =
+      "Swin Transformer V2's continuous position bias (Liu et al. 2022) on a height x width grid flattened as "
+      "y*width + x: bias[h, i, j] = 16 sigmoid(W2 ReLU(W1 (c(y_i - y_j, height), c(x_i - x_j, width)) + b1))_h with "
+      "c(t, n) = sign(8t/(n-1)) log2(1 + |8t/(n-1)|) / 3 (n: the pretrained window's extent when given); q_len = "
+      "k_len = height*width. Parameters: fc1_weight [hidden, 2], fc1_bias [hidden], fc2_weight [num_heads, hidden] "
+      "(Swin's cpb_mlp.0 and cpb_mlp.2, no second bias), N(0, init_std^2) weights and a zero bias (Swin's init).";
+  c.settings = {
+      size_setting("num_heads", "H"),
+      size_setting("height", "the grid's rows"),
+      size_setting("width", "the grid's columns"),
+      integer_setting("hidden", 512, "Swin V2's cpb_mlp width", 1),
+      // Checked by the kernel's validator: "must be 0 (the grid's) or >= 2".
+      integer_setting("pretrained_height", 0, "the pretrained window's rows (0: the grid's), else >= 2", kAnyInteger),
+      integer_setting("pretrained_width", 0, "the pretrained window's columns (0: the grid's), else >= 2",
+                      kAnyInteger),
+      real_setting("init_std", 0.02, "the weights' N(0, init_std^2) draws"),
+  };
+  c.state = {{"fc1_weight"}, {"fc1_bias"}, {"fc2_weight"}};
+  c.check = [](const FamilySettings& s) {
+    detail::translate_errors([&] {
+      kernels::validate(kernels::CpbParams{s.integer("num_heads"), s.integer("hidden"), s.integer("height"),
+                                           s.integer("width"), s.integer("pretrained_height"),
+                                           s.integer("pretrained_width")},
+                        kCpbModule);
+    });
+    const double init_std = s.real("init_std");
+    TORCH_CHECK_VALUE(std::isfinite(init_std) && init_std >= 0, "[", kCpbModule, "] init_std must be finite and >= 0, got ",
+                      init_std);
+  };
+  c.shapes = [](const FamilySettings& s) {
+    const int64_t hd = s.integer("hidden");
+    return std::vector<std::vector<int64_t>>{{hd, 2}, {hd}, {s.integer("num_heads"), hd}};
+  };
+  c.reset = [](const FamilySettings& s, FamilyState& t) {
+    // Swin V2's _init_weights: trunc_normal_(std) (cut at +-2, i.e. +-100 std: never), zero bias.
+    t[0].normal_(0.0, s.real("init_std"));
+    t[1].zero_();
+    t[2].normal_(0.0, s.real("init_std"));
+  };
+  c.dense = cpb_dense;
+  c.terms = cpb_terms;
+  // [H, 2*height-1, 2*width-1]: element (y_j - y_i + height - 1, x_j - x_i + width - 1).
+  c.methods = {{"grid", {"dtype"}, [](const FamilySettings& s, const FamilyState& t, const MethodCall& call) {
+                  return cpb_grid(s, t, call.dtype.value_or(t[0].scalar_type()));
+                }}};
+  c.shown = {"num_heads", "height", "width", "hidden", "pretrained_height", "pretrained_width"};
+  return c;
+}
+
+const FamilyContractRegistration registered_dpb(dpb_contract());
+const FamilyContractRegistration registered_cpb(cpb_contract());
+
+}  // namespace
+
+DynamicPositionBiasImpl::DynamicPositionBiasImpl(const DynamicPositionBiasOptions& o)
+    : FamilyBiasImpl(kDpbModule, FamilySettings()
+                               .set("num_heads", o.num_heads())
+                               .set("hidden", o.hidden())
+                               .set("depth", o.depth())
+                               .set("log_distance", o.log_distance())
+                               .set("norm", o.norm())
+                               .set("causal", o.causal())),
+      options_(o) {}
+
+at::Tensor DynamicPositionBiasImpl::offset_rows(int64_t q_len, int64_t k_len, c10::optional<at::ScalarType> dtype) {
+  return dpb_rows(settings(), state(), q_len, k_len, dtype.value_or(state()[kInWeight].scalar_type()));
+}
+
+ContinuousPositionBias2dImpl::ContinuousPositionBias2dImpl(const ContinuousPositionBias2dOptions& o)
+    : FamilyBiasImpl(kCpbModule, FamilySettings()
+                               .set("num_heads", o.num_heads())
+                               .set("height", o.height())
+                               .set("width", o.width())
+                               .set("hidden", o.hidden())
+                               .set("pretrained_height", o.pretrained_height())
+                               .set("pretrained_width", o.pretrained_width())
+                               .set("init_std", o.init_std())),
+      options_(o) {}
+
+at::Tensor ContinuousPositionBias2dImpl::grid(c10::optional<at::ScalarType> dtype) {
+  return cpb_grid(settings(), state(), dtype.value_or(state()[0].scalar_type()));
+}
+
+}  // namespace posenc::nn
+
+// The 1D family's descriptor: what `posenc encodings`, the registry and the report read.
+namespace posenc::nn::families {
+namespace {
+
+void add_dpb(std::vector<EncodingFamily>& out) {
+  EncodingFamily dpb;
+  dpb.name = "dpb";
+  dpb.point = EncodingPoint::kLogitBias;
+  dpb.description =
+      "learned MLP (1 -> dim/4 SiLU -> dim/4 SiLU -> heads) of the offset i - j, one bias per offset and head, "
+      "causal in the decoder (x-transformers' DynamicPositionBias; Swin V2's continuous bias in 1D)";
+  dpb.module = kDpbModule;
+  dpb.preset = [](const EncodingConfig& c) {
+    // x-transformers sizes the MLP at the model dim // 4.
+    FamilySettings s;
+    return s.set("num_heads", c.num_heads).set("hidden", std::max<int64_t>(c.dim / 4, 1)).set("causal", c.causal);
+  };
+  out.push_back(std::move(dpb));
+}
+
+const Registration registered(80, add_dpb);
+
+}  // namespace
+}  // namespace posenc::nn::families

@@ -1,27 +1,56 @@
-// The FIRE dense-bias op, all of it in one place: schema, CPU kernel call,
-// autograd, the typed C++ API (posenc/nn/fire_bias.h) and the checks the
-// attention shares (ops/fire_support.h), and the attention's tile kind "fire".
+// FIRE torch layer, all of it in one file (docs/families.md): its op, the
+// contract its one holder works through, the typed C++ front end and the
+// descriptor. Each part keeps its own notes below.
+//
+// Its op. The FIRE dense-bias op, all of it in one place: schema, CPU kernel call,
+// autograd, the typed C++ API (posenc/nn/fire_bias.h), its
+// tensors' checks, and the attention's tile kind "fire".
 //   fire_bias           w1, b1, w2, b2, c, threshold -> [H, q_len, k_len]
 //   fire_bias_backward  grad -> the six gradients
 // The backward has no autograd kernel of its own: first derivatives only, as
 // the fused attention's FIRE term.
+//
+// Its module. FIRE's contract (posenc/nn/family_contract.h): the authors' parameters (an
+// MLP, c, and L as |L_multiplier * init_L|), handed to the attention as the
+// per-tile term, or made dense through the fire_bias op. Then the typed C++
+// front end and the family's descriptor (families/families.h).
+#include "posenc/nn/fire_bias.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/csrc/autograd/custom_function.h>
-#include <torch/library.h>
-
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
 #include <tuple>
 #include <vector>
 
+#include "families/families.h"
 #include "op_support.h"
-#include "posenc/nn/tile_kind.h"
-#include "ops/fire_support.h"
 #include "posenc/kernels/fire.h"
-#include "posenc/nn/fire_bias.h"
+#include "posenc/nn/tile_kind.h"
+
+namespace posenc::nn::detail {
+
+// Every tensor given, floating, on the CPU, in w1's dtype; w1, b1 [hidden >= 1],
+// w2 [H, hidden] (H = heads when given), b2 [H], c and threshold 0-d, both
+// finite and > 0. Names carry `prefix` ("fire_" in attention):
+// "[attention] fire_c must be > 0, got -1".
+void check_fire(const char* op, const char* prefix, const FireTerm& t, std::optional<int64_t> heads = std::nullopt);
+
+// The kernel's view of checked tensors, contiguous in T (kept alive by the caller).
+template <class T>
+kernels::FireParams<T> fire_params(const at::Tensor& w1, const at::Tensor& b1, const at::Tensor& w2,
+                                   const at::Tensor& b2, double c, double threshold) {
+  return {w2.size(0), w1.size(0), w1.data_ptr<T>(), b1.data_ptr<T>(), w2.data_ptr<T>(), b2.data_ptr<T>(),
+          static_cast<T>(c), static_cast<T>(threshold)};
+}
+
+}  // namespace posenc::nn::detail
 
 namespace posenc::nn {
 
@@ -251,3 +280,139 @@ TORCH_LIBRARY_IMPL(posenc, CPU, m) {
 TORCH_LIBRARY_IMPL(posenc, Autograd, m) { m.impl("fire_bias", fire_bias_autograd); }
 
 }  // namespace posenc::nn
+
+namespace posenc::nn {
+namespace {
+
+constexpr const char* kModule = "FireBias";
+
+enum Slot { kW1, kB1, kW2, kB2, kC, kMultiplier };  // the state's order
+
+void check(const FamilySettings& s) {
+  TORCH_CHECK_VALUE(s.flag("causal"), "[", kModule,
+                    "] causal must be true: FIRE is defined for decoders (causal attention), got false");
+  const double init_c = s.real("init_c"), init_l = s.real("init_L");
+  TORCH_CHECK_VALUE(init_c > 0 && std::isfinite(init_c), "[", kModule, "] init_c must be > 0, got ", init_c);
+  TORCH_CHECK_VALUE(init_l > 0 && std::isfinite(init_l), "[", kModule, "] init_L must be > 0, got ", init_l);
+}
+
+void reset(const FamilySettings& s, FamilyState& t) {
+  // torch.nn.Linear's defaults: weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)); fan_in 1, then hidden.
+  t[kW1].uniform_(-1.0, 1.0);
+  t[kB1].uniform_(-1.0, 1.0);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(s.integer("hidden")));
+  t[kW2].uniform_(-bound, bound);
+  t[kB2].uniform_(-bound, bound);
+  t[kC].fill_(s.real("init_c"));
+  t[kMultiplier].fill_(1.0);
+}
+
+at::Tensor effective_c(const FamilySettings&, const FamilyState& t) { return t[kC].abs(); }
+
+at::Tensor threshold(const FamilySettings& s, const FamilyState& t) {
+  return (t[kMultiplier] * s.real("init_L")).abs();
+}
+
+// The tile term's tensors in `compute` (differentiable wrt every parameter).
+FireTerm term(const FamilySettings& s, const FamilyState& t, at::ScalarType compute) {
+  return {t[kW1].to(compute), t[kB1].to(compute), t[kW2].to(compute), t[kB2].to(compute),
+          effective_c(s, t).to(compute), threshold(s, t).to(compute)};
+}
+
+// [H, q_len, k_len]: the op's bias (0 after the query), -inf after the query.
+at::Tensor dense(const FamilySettings& s, const FamilyState& t, int64_t q_len, int64_t k_len) {
+  families::check_causal_lengths(kModule, q_len, k_len);
+  if (q_len == 0 || k_len == 0) return at::zeros({s.integer("num_heads"), q_len, k_len}, t[kW1].options());
+  const at::Tensor out = ops::fire_bias(term(s, t, t[kW1].scalar_type()), q_len, k_len);
+  const at::Tensor i = at::arange(q_len, at::kLong).unsqueeze(1), j = at::arange(k_len, at::kLong).unsqueeze(0);
+  return out.masked_fill(j - i > k_len - q_len, -std::numeric_limits<double>::infinity());
+}
+
+void terms(const FamilySettings& s, const FamilyState& t, AttentionTerms& out, int64_t q_len, int64_t k_len,
+           at::ScalarType compute) {
+  families::check_causal_lengths(kModule, q_len, k_len);
+  out.causal = true;
+  if (q_len == 0 || k_len == 0) return;  // no pair
+  for (const TileTerm& tile : out.tiles) {
+    TORCH_CHECK_VALUE(tile.kind != "fire", "[", kModule, "] the attention terms already hold a FIRE term");
+  }
+  out.tiles.push_back(fire_tile(term(s, t, compute)));
+}
+
+FamilyContract contract() {
+  FamilyContract c;
+  c.module = kModule;
+  c.summary =
+      "FIRE (Li et al. 2023, arXiv 2310.04418): a causal logit bias, a learned MLP of the progressively interpolated "
+      "offset, bias[h, i, j] = f(log(1 + c (i' - j)) / log(1 + c max(L, i')))_h for j <= i' (-inf after the query), "
+      "f: Linear(1, hidden), ReLU, Linear(hidden, num_heads), with c = |c| and L = |L_multiplier * init_L| learned "
+      "(the authors' parameterisation; torch.nn.Linear's default draws for f). Parameters w1, b1 [hidden], "
+      "w2 [H, hidden], b2 [H], c and L_multiplier (0-d). The fused attention evaluates the bias per tile (the tile "
+      "kind \"fire\", whose six tensors terms() gives); FIRE is defined for decoders: causal must be True.";
+  c.settings = {
+      size_setting("num_heads", "H"),
+      integer_setting("hidden", 32, "the MLP's width (the paper: 32)", 1),
+      flag_setting("causal", true, "must be True: FIRE is defined for causal attention"),
+      real_setting("init_c", 0.1, "the initial c, > 0"),
+      real_setting("init_L", 512.0, "the fixed scale of the learned threshold L, > 0"),
+  };
+  c.state = {{"w1"}, {"b1"}, {"w2"}, {"b2"}, {"c"}, {"L_multiplier"}};
+  c.check = check;
+  c.shapes = [](const FamilySettings& s) {
+    const int64_t h = s.integer("num_heads"), hidden = s.integer("hidden");
+    return std::vector<std::vector<int64_t>>{{hidden}, {hidden}, {h, hidden}, {h}, {}, {}};
+  };
+  c.reset = reset;
+  c.dense = dense;
+  c.terms = terms;
+  c.methods = {{"effective_c", {}, [](const FamilySettings& s, const FamilyState& t, const MethodCall&) {
+                  return effective_c(s, t);
+                }},
+               {"threshold", {}, [](const FamilySettings& s, const FamilyState& t, const MethodCall&) {
+                  return threshold(s, t);
+                }}};
+  c.shown = {"num_heads", "hidden", "init_c", "init_L"};
+  return c;
+}
+
+const FamilyContractRegistration registered_contract(contract());
+
+FamilySettings settings_of(const FireBiasOptions& o) {
+  FamilySettings s;
+  s.set("num_heads", o.num_heads()).set("hidden", o.hidden()).set("causal", o.causal());
+  return s.set("init_c", o.init_c()).set("init_L", o.init_L());
+}
+
+}  // namespace
+
+FireBiasImpl::FireBiasImpl(const FireBiasOptions& options)
+    : FamilyBiasImpl(kModule, settings_of(options)), options_(options) {}
+
+}  // namespace posenc::nn
+
+// The family's descriptor: what `posenc encodings`, the registry and the report read.
+namespace posenc::nn::families {
+namespace {
+
+void add_fire(std::vector<EncodingFamily>& out) {
+  EncodingFamily fire;
+  fire.name = "fire";
+  fire.point = EncodingPoint::kLogitBias;
+  fire.description =
+      "learned MLP (1 -> 32 ReLU -> heads) of the progressively interpolated offset psi(i - j) / psi(max(L, i)), "
+      "psi(x) = log(c x + 1), c = 0.1 and L = 512 learned, computed per tile in the fused attention (Li et al. "
+      "2023, FIRE); decoders only";
+  fire.needs.causal = true;
+  fire.needs.causal_hint = "FIRE is defined for causal attention; use kerple, t5 or dpb in an encoder";
+  fire.module = kModule;
+  fire.preset = [](const EncodingConfig& c) {
+    FamilySettings s;
+    return s.set("num_heads", c.num_heads).set("causal", true);
+  };
+  out.push_back(std::move(fire));
+}
+
+const Registration registered(60, add_fire);
+
+}  // namespace
+}  // namespace posenc::nn::families

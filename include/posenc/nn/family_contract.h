@@ -1,0 +1,186 @@
+// A family's whole contract, once, for C++ and Python alike: its module's
+// name, its typed settings (with defaults, admissible values and meaning), the
+// named tensors it owns (parameters and buffers), how it draws them, and one
+// function per point it acts at (DESIGN.md §2). The C++ holder
+// (family_module.h) and the Python holder (posenc.nn, generated classes)
+// both work through it; neither restates a family.
+//
+//   settings   name, type, default: KerpleBias(num_heads, kind="log", causal=false, r1=None, r2=None, eps=0.01)
+//   check      the settings' own rules, "[KerpleBias] eps must be in (0, 1], got 2"
+//   shapes     the state's shapes, in the order of `state`
+//   reset      the authors' initial draws, in place (torch's default generator)
+//   dense      the logit-bias point's term as one tensor, [H, q_len, k_len]
+//   terms      the same term for the fused attention (offset rows, a tile, ...)
+//   methods    named functions of the state (FIRE's threshold, KERPLE's projection)
+//
+// A family registers its contract in its module file with one namespace-scope
+// `const FamilyContractRegistration registered(contract());`.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <climits>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "posenc/nn/attention_terms.h"
+
+namespace posenc::nn {
+
+// A setting's value; std::monostate is None (an optional setting left unset).
+using SettingValue = std::variant<std::monostate, bool, int64_t, double, std::string>;
+
+// kTensor: a tensor the caller may give for the state entry of the same name (FamilyContract::adopted);
+// its value is a flag saying whether it was given.
+enum class SettingType { kFlag, kInteger, kReal, kWord, kTensor };
+
+// An integer setting with no lower bound of its own (its family's check says more).
+inline constexpr int64_t kAnyInteger = INT64_MIN;
+
+struct SettingSpec {
+  std::string name;
+  SettingType type = SettingType::kReal;
+  SettingValue default_value;      // monostate: required when positional, else an optional left unset
+  std::vector<std::string> words;  // kWord: the admissible values, in the order messages list them
+  std::string meaning;             // one line for the docstring
+  bool positional = false;         // before the `*` in Python (num_heads, head_dim)
+  std::optional<int64_t> minimum;  // kInteger: checked by the holder, "[Name] hidden must be >= 1, got 0"
+};
+
+// The builders of settings a contract lists.
+SettingSpec size_setting(std::string name, std::string meaning);  // positional, required, an int >= 1
+SettingSpec integer_setting(std::string name, int64_t default_value, std::string meaning, int64_t minimum);
+SettingSpec real_setting(std::string name, std::optional<double> default_value, std::string meaning);  // nullopt: None
+SettingSpec flag_setting(std::string name, bool default_value, std::string meaning);
+SettingSpec word_setting(std::string name, std::vector<std::string> words, std::string meaning);  // default words[0]
+
+// The values of every setting of one module, by name, in the contract's order.
+class FamilySettings {
+ public:
+  FamilySettings() = default;
+  FamilySettings& set(std::string name, SettingValue value);
+
+  bool has(std::string_view name) const;  // present and not None
+  const SettingValue& value(std::string_view name) const;
+  int64_t integer(std::string_view name) const;
+  double real(std::string_view name) const;  // an integer value reads as a real
+  std::optional<double> optional_real(std::string_view name) const;
+  bool flag(std::string_view name) const;
+  const std::string& word(std::string_view name) const;
+  const std::vector<std::pair<std::string, SettingValue>>& values() const noexcept { return values_; }
+
+  // {"num_heads": 4, "kind": "log", "r1": null, ...} and back.
+  std::string to_json() const;
+  static FamilySettings from_json(std::string_view text, std::string_view op);
+
+ private:
+  std::vector<std::pair<std::string, SettingValue>> values_;
+};
+
+// One tensor a module owns: a parameter, or a buffer (persistent: in the state_dict); `when` names a
+// flag setting without which the module has no such tensor (DPB's norm_weight: "norm").
+struct StateSpec {
+  std::string name;
+  bool parameter = true;
+  std::string when = {};
+};
+
+// The tensors of one module, in the contract's state order; an absent one (`when` false) is undefined.
+using FamilyState = std::vector<at::Tensor>;
+
+// A named function of a module's state (FIRE's "threshold", DPB's "offset_rows"), with the call's
+// arguments it reads, among "q_len", "k_len" and "dtype" (unset: the state's), in that order.
+struct MethodCall {
+  int64_t q_len = 0, k_len = 0;
+  std::optional<at::ScalarType> dtype;
+};
+
+// posenc.attention keywords, as far as the settings fix them: the names of the tensors (in the order
+// FamilyContract::keywords gives them) and the plain values.
+struct FamilyKeywords {
+  std::vector<std::string> tensors;
+  FamilySettings values;
+};
+
+struct FamilyContract {
+  std::string module;  // "KerpleBias": the C++ and Python class, and the prefix of its messages
+  std::string summary;  // the docstring's first paragraph
+  std::vector<SettingSpec> settings;
+  std::vector<StateSpec> state;
+  // The settings' own rules (types and integer minimums are checked before).
+  std::function<void(const FamilySettings&)> check;
+  std::function<std::vector<std::vector<int64_t>>(const FamilySettings&)> shapes;  // absent ones: any
+  std::function<void(const FamilySettings&, FamilyState&)> reset;  // under no_grad
+  // The logit bias point. dense: [H, q_len, k_len] in the state's dtype, -inf where masked;
+  // unset for a term of q and k (CoPE: dense_qk). terms: written into the attention terms in `compute`.
+  std::function<at::Tensor(const FamilySettings&, const FamilyState&, int64_t q_len, int64_t k_len)> dense;
+  std::function<at::Tensor(const FamilySettings&, const FamilyState&, const at::Tensor& q, const at::Tensor& k,
+                           double scale, const std::optional<at::Tensor>& key_padding_mask)>
+      dense_qk;
+  std::function<void(const FamilySettings&, const FamilyState&, AttentionTerms&, int64_t q_len, int64_t k_len,
+                     at::ScalarType compute)>
+      terms;
+  // posenc.attention's documented keywords for this term (Python's attention_kwargs), when the family
+  // has its own ({"t5_table": table, "t5_num_buckets": 32, ...}): the names and plain values (from the
+  // settings alone, so the Python holder reads them once, outside any trace) and the tensors per call.
+  // Unset: the term list's generic keywords.
+  std::function<FamilyKeywords(const FamilySettings&)> keyword_names;
+  std::function<std::vector<at::Tensor>(const FamilySettings&, const FamilyState&, int64_t q_len, int64_t k_len,
+                                        at::ScalarType dtype)>
+      keywords;
+  // A tensor the caller may give for a state entry at construction (ALiBi's `slopes`): checked and converted
+  // here ("[AlibiBias] slopes must be a 1-D floating tensor of num_heads = 4 values, got (3,) torch.float32"),
+  // its setting a flag saying it was given. Unset: no such argument.
+  std::vector<std::pair<std::string, std::function<at::Tensor(const FamilySettings&, const at::Tensor&)>>> adopted;
+  // A pretrained checkpoint's tensor as the module's state entry (T5's relative_attention_bias.weight as
+  // "table"): the sizes read from its shape, checked ("[T5Bias] weight must be a 2-D floating tensor
+  // (num_buckets, num_heads), got 3-D torch.float32"). Unset: no from_pretrained_weight.
+  std::string pretrained_tensor;
+  std::function<FamilySettings(const at::Tensor& weight, FamilySettings given)> pretrained;
+  // Named functions of the state a module offers besides its point (FIRE's "threshold", KERPLE's
+  // "project", which acts in place and returns an undefined tensor): C++ and Python methods alike.
+  struct Method {
+    std::string name;
+    std::vector<std::string> arguments;
+    std::function<at::Tensor(const FamilySettings&, const FamilyState&, const MethodCall&)> call;
+  };
+  std::vector<Method> methods;
+  // The settings the repr shows, in order: KerpleBias(num_heads=4, kind=log, causal=false).
+  std::vector<std::string> shown;
+
+  // The settings completed with the defaults, typed and checked: "[KerpleBias] unknown setting 'x'",
+  // "[KerpleBias] kind must be 'log' or 'power', got 'cubic'", "[KerpleBias] num_heads is required".
+  FamilySettings complete(const FamilySettings& given) const;
+  // Fresh state (float32) with the initial draws, from complete settings.
+  FamilyState init(const FamilySettings& settings) const;
+  // The tensor of the state called name.
+  const at::Tensor& tensor(const FamilyState& state, std::string_view name) const;
+  // The method called name: "[FireBias] has no method 'x'".
+  at::Tensor call(std::string_view name, const FamilySettings& settings, const FamilyState& state,
+                  const MethodCall& arguments = {}) const;
+  // "num_heads=4, kind=log, causal=false" (bools as `true_word` / `false_word`: Python writes True).
+  std::string describe(const FamilySettings& settings, const char* true_word = "true",
+                       const char* false_word = "false") const;
+  // Whether the tensor `entry` of the state exists for these settings.
+  bool present(const FamilySettings& settings, const StateSpec& entry) const;
+  // The present tensors (as a holder keeps them) back in state order, absent ones undefined; refuses a
+  // state that does not match the settings: "[KerpleBias] state must hold 2 tensors (r1, r2), got 1".
+  FamilyState expand_state(const FamilySettings& settings, const std::vector<at::Tensor>& present) const;
+};
+
+struct FamilyContractRegistration {
+  explicit FamilyContractRegistration(FamilyContract contract);
+};
+
+// The contract of the module called name: "[family] unknown module 'X'; known: AlibiBias, ...".
+const FamilyContract& family_contract(std::string_view module);
+// Every registered module, in name order.
+std::vector<const FamilyContract*> family_contracts();
+
+}  // namespace posenc::nn

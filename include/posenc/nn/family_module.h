@@ -1,0 +1,53 @@
+// The one C++ holder of a logit-bias family: the tensors its contract
+// (family_contract.h) names, registered as parameters and buffers under those
+// names, and the contract's functions applied to them. The public classes
+// (KerpleBias, FireBias, CopeBias) are typed front ends that turn their
+// options into settings; FamilyBias(module, settings) builds any registered one.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string_view>
+
+#include "posenc/nn/attention_bias.h"
+#include "posenc/nn/family_contract.h"
+
+namespace posenc::nn {
+
+class FamilyBiasImpl : public AttentionBiasImpl {
+ public:
+  // The contract's settings completed and checked, its state created and drawn.
+  FamilyBiasImpl(std::string_view module, const FamilySettings& settings);
+
+  // The contract's initial draws again (torch's default generator).
+  void reset_parameters();
+  // [H, q_len, k_len] (contract.dense): -inf where masked; differentiable.
+  at::Tensor bias(int64_t q_len, int64_t k_len) override;
+  // A term of q and k (contract.dense_qk, CoPE), [B, H, Tq, Tk].
+  at::Tensor bias(const at::Tensor& q, const at::Tensor& k, double scale,
+                  const std::optional<at::Tensor>& key_padding_mask = std::nullopt);
+  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
+  void pretty_print(std::ostream& stream) const override;
+
+  // A named method of the contract (FIRE's "threshold").
+  at::Tensor call(std::string_view method, const MethodCall& arguments = {}) const;
+  const FamilyContract& contract() const noexcept { return *contract_; }
+  const FamilySettings& settings() const noexcept { return settings_; }
+  const FamilyState& state() const noexcept { return state_; }
+  const at::Tensor& tensor(std::string_view name) const { return contract_->tensor(state_, name); }
+
+ private:
+  FamilyBiasImpl(const FamilyContract& contract, FamilySettings settings);
+
+  const FamilyContract* contract_;
+  FamilySettings settings_;
+  FamilyState state_;  // the registered handles (to() changes them in place), absent ones undefined
+};
+
+TORCH_MODULE(FamilyBias);
+
+}  // namespace posenc::nn

@@ -1,0 +1,264 @@
+"""The one holder of every family on the contract, and the classes generated from the catalog.
+
+A family's contract lives once, in C++ (include/posenc/nn/family_contract.h): its settings with their
+types, defaults and meaning, the tensors it owns, its initial draws and its terms. ``FamilyModule`` keeps
+those tensors as this module's parameters and buffers, under the contract's names, and hands them to the
+family ops (torch.ops.posenc.family_*) on every call, so autograd, ``.to(dtype)``, ``deepcopy``,
+``state_dict`` and ``torch.jit.trace`` treat it as any module. ``generate()`` makes one class per contract
+(KerpleBias, FireBias, CopeBias, ...) with its signature and docstring from the catalog; no family has
+Python code of its own.
+"""
+
+import inspect
+import json
+import math
+import operator
+
+import torch
+from torch import nn
+
+import posenc  # noqa: F401  (loads torch.ops.posenc)
+
+__all__ = ["FamilyModule", "generate"]
+
+_ops = torch.ops.posenc
+# How posenc.attention's keywords name each term of a spec (a tile kind is its own keyword).
+_KEYWORDS = {"offset_rows": "offset_bias", "grid_rows": "grid_bias", "dense_bias": "bias"}
+
+
+def _json(settings):
+    """The settings as JSON, a non-finite number as "nan" / "inf" / "-inf" (JSON has none)."""
+    def value(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return "nan" if math.isnan(v) else "inf" if v > 0 else "-inf"
+        return v
+    return json.dumps({key: value(v) for key, v in settings.items()})
+
+
+def _loads(text):
+    """JSON settings back, "nan" / "inf" / "-inf" of a real setting as floats."""
+    return {key: float(v) if v in ("nan", "inf", "-inf") else v for key, v in json.loads(text).items()}
+
+
+def _typed(name, setting, value):
+    """value in the setting's Python type, with the library's TypeError when it has another."""
+    if value is None:
+        return None
+    kind = setting["type"]
+    if kind == "int":
+        try:
+            return operator.index(value)
+        except TypeError:
+            raise TypeError(f"[{name}] {setting['name']} must be an int, got {type(value).__name__}") from None
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"[{name}] {setting['name']} must be a number, got {type(value).__name__}")
+        return float(value)
+    if kind == "bool":
+        return bool(value)
+    if kind == "tensor":
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"[{name}] {setting['name']} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _shown(value):
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class FamilyModule(nn.Module):
+    """A module whose contract is the C++ family's; subclasses set ``_contract`` (a catalog entry)."""
+
+    _contract = None
+    point = None
+    registry_names = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        contract = self._contract
+        name = contract["module"]
+        bound = self.__signature__.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = {s["name"]: _typed(name, s, bound.arguments[s["name"]]) for s in contract["settings"]}
+        # A tensor argument (ALiBi's slopes) travels as "given or not"; the tensor itself after the draws.
+        adopted = {key: given[key] for key in contract["adopted"] if given[key] is not None}
+        for key in contract["adopted"]:
+            given[key] = key in adopted
+            setattr(self, "custom_" + key, key in adopted)
+        # Completed and checked once, by the contract; the JSON is what every call hands back.
+        self._settings = _ops.family_settings(name, _json(given))
+        self.settings = _loads(self._settings)
+        state = {entry["name"] for entry in contract["state"]}
+        present = [entry for entry in contract["state"] if not entry["when"] or self.settings[entry["when"]]]
+        for entry in contract["state"]:
+            if entry not in present:
+                setattr(self, entry["name"], None)  # absent for these settings (DPB's norm without norm)
+        for entry, tensor in zip(present, _ops.family_init(name, self._settings)):
+            if entry["parameter"]:
+                self.register_parameter(entry["name"], nn.Parameter(tensor))
+            else:
+                self.register_buffer(entry["name"], tensor)
+        for key, value in self.settings.items():
+            if key not in state:
+                setattr(self, key, value)
+        # The family's own posenc.attention keywords, fixed by the settings: read once, outside any trace.
+        self._keywords = json.loads(_ops.family_keyword_names(name, self._settings)) if contract["keywords"] else None
+        for key, tensor in adopted.items():
+            if not isinstance(tensor, torch.Tensor):
+                tensor = torch.as_tensor(tensor)
+            setattr(self, key, _ops.family_adopt(name, self._settings, key, tensor))
+
+    @classmethod
+    def from_registry(cls, name, num_heads, head_dim, causal, defaults=None):
+        """The module the C++ registry builds for `name` (posenc encodings), at the catalog's defaults."""
+        settings = _loads(_ops.family_preset(name, num_heads, head_dim, causal))
+        return cls(**{k: v for k, v in settings.items() if k not in cls._contract["adopted"]})
+
+    @classmethod
+    def from_pretrained_weight(cls, weight, **settings):
+        """The module holding a checkpoint's tensor (T5: HF's relative_attention_bias.weight (num_buckets,
+        num_heads), used as it is), its sizes read from the tensor's shape; settings as the constructor's."""
+        contract = cls._contract
+        if not contract["pretrained"]:
+            raise TypeError(f"[{contract['module']}] has no pretrained tensor")
+        if not isinstance(weight, torch.Tensor):
+            raise TypeError(f"[{contract['module']}] weight must be a tensor, got {type(weight).__name__}")
+        given = {key: _typed(contract["module"], s, settings[key]) for s in contract["settings"]
+                 for key in [s["name"]] if key in settings}
+        settings = _loads(_ops.family_pretrained(contract["module"], weight, _json(given)))
+        module = cls(**{k: v for k, v in settings.items() if k not in contract["adopted"]})
+        setattr(module, contract["pretrained"], nn.Parameter(weight.detach().clone()))
+        return module
+
+    def _state(self):
+        """The present tensors, in the contract's order (what the family ops take)."""
+        return [t for t in (getattr(self, entry["name"]) for entry in self._contract["state"]) if t is not None]
+
+    def _dtype(self, dtype):
+        return self._state()[0].dtype if dtype is None else dtype
+
+    def reset_parameters(self):
+        """The authors' initial draws again (torch's default generator)."""
+        with torch.no_grad():
+            _ops.family_reset(self._contract["module"], self._settings, self._state())
+
+    def attention_terms(self, q_len, k_len, *, dtype=None):
+        """(tensors, TermSpec): the term as torch.ops.posenc.attention_fused takes it, differentiable wrt the
+        module's parameters; dtype of the tensors (None: the parameters')."""
+        return _ops.family_terms(self._contract["module"], self._settings, self._state(), operator.index(q_len),
+                                 operator.index(k_len), self._dtype(dtype))
+
+    def terms(self, q_len=1, k_len=1, *, dtype=None):
+        """The term list's tensors alone (FIRE: w1, b1, w2, b2, |c|, L, the tile kind "fire"'s)."""
+        return tuple(self.attention_terms(q_len, k_len, dtype=dtype)[0])
+
+    def attention_kwargs(self, q_len, k_len, *, dtype=None):
+        """The same term as posenc.attention's keywords ({"offset_bias": rows}, {"fire": six tensors,
+        "causal": True}, ...): attention stays fused, with no (q_len, k_len) tensor."""
+        if self._contract["keywords"]:
+            tensors = _ops.family_keywords(self._contract["module"], self._settings, self._state(),
+                                           operator.index(q_len), operator.index(k_len), self._dtype(dtype))
+            return {**dict(zip(self._keywords["tensors"], tensors)), **self._keywords["values"]}
+        tensors, spec = self.attention_terms(q_len, k_len, dtype=dtype)
+        kwargs, at = {}, 0
+        for entry, count in _entries(spec):
+            taken = tuple(tensors[at:at + count])
+            at += count
+            if entry == "causal":
+                kwargs["causal"] = True
+            elif entry.startswith("tile("):
+                kwargs[entry[5:-1]] = taken if count > 1 else taken[0]
+            else:
+                kwargs[_KEYWORDS.get(entry.split("(")[0], entry)] = taken[0]
+        return kwargs
+
+    def extra_repr(self):
+        return ", ".join(f"{key}={_shown(self.settings[key])}" for key in self._contract["shown"])
+
+
+def _entries(spec):
+    """(name, tensor count) of each entry of a TermSpec, read outside any trace: they are fixed by the
+    module's settings and the lengths (constants of a trace), and the tracer records no strings."""
+    state = torch._C._get_tracing_state()
+    torch._C._set_tracing_state(None)
+    try:
+        return list(zip(spec.entry_names(), spec.entry_tensors()))
+    finally:
+        torch._C._set_tracing_state(state)
+
+
+def _forward_lengths(self, q_len, k_len):
+    """The dense term [num_heads, q_len, k_len] (queries at key positions i' = i + k_len - q_len), -inf where
+    masked; differentiable wrt the parameters."""
+    return _ops.family_dense(self._contract["module"], self._settings, self._state(), operator.index(q_len),
+                             operator.index(k_len))
+
+
+def _forward_queries_keys(self, q, k, scale=None, key_padding_mask=None):
+    """q (B, H, Tq, Dh), k (B, H, Tk, Dh) -> the term (B, H, Tq, Tk), -inf after the query; scale None is
+    1/sqrt(Dh)."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    return _ops.family_dense_qk(self._contract["module"], self._settings, self._state(), q, k, scale,
+                                key_padding_mask)
+
+
+def _method(entry):
+    name, arguments = entry["name"], entry["arguments"]
+
+    def method(self, *args, **kwargs):
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        values = call.arguments
+        return _ops.family_call(self._contract["module"], self._settings, self._state(), name,
+                                operator.index(values.get("q_len", 0)), operator.index(values.get("k_len", 0)),
+                                values.get("dtype"))
+
+    signature = inspect.Signature([inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                     default=None if a == "dtype" else inspect.Parameter.empty)
+                                   for a in arguments])
+    method.__name__ = name
+    method.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                                              *signature.parameters.values()])
+    method.__doc__ = f"The contract's {name} of the module's tensors (None when it acts in place)."
+    return method
+
+
+def _signature(contract):
+    parameters = []
+    for s in contract["settings"]:
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if s["positional"] else inspect.Parameter.KEYWORD_ONLY
+        default = inspect.Parameter.empty if s["required"] else None if s["type"] == "tensor" else s["default"]
+        parameters.append(inspect.Parameter(s["name"], kind, default=default))
+    return inspect.Signature(parameters)
+
+
+def _docstring(contract):
+    lines = [contract["summary"], "", "Arguments:"]
+    for s in contract["settings"]:
+        default = "" if s["required"] else " = None" if s["type"] == "tensor" else f" = {s['default']!r}"
+        lines.append(f"    {s['name']} ({s['type']}{default}): {s['meaning']}")
+    lines.append("")
+    lines.append("Tensors: " + ", ".join(f"{t['name']} ({'parameter' if t['parameter'] else 'buffer'})"
+                                         for t in contract["state"]) + ".")
+    return "\n".join(lines)
+
+
+def generate(module_name):
+    """{class name: class} for every contract of the catalog, as attributes of `module_name`."""
+    classes = {}
+    for contract in json.loads(_ops.family_catalog()):
+        binding = _signature(contract)
+        namespace = {
+            "_contract": contract,
+            "__signature__": binding,
+            "__doc__": _docstring(contract),
+            "__module__": module_name,
+            "point": contract["point"],
+            "registry_names": tuple(contract["families"]),
+            "forward": _forward_queries_keys if contract["forward"] == "queries_keys" else _forward_lengths,
+        }
+        for method in contract["methods"]:
+            namespace[method["name"]] = _method(method)
+        classes[contract["module"]] = type(contract["module"], (FamilyModule,), namespace)
+    return classes

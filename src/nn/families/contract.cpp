@@ -1,0 +1,331 @@
+// The family contracts (posenc/nn/family_contract.h): the registry of
+// modules, the settings' typing and defaults, their JSON form (what the
+// Python holder hands the family ops), and the state every holder creates.
+#include "posenc/nn/family_contract.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace posenc::nn {
+namespace {
+
+std::map<std::string, FamilyContract, std::less<>>& contracts() {
+  static std::map<std::string, FamilyContract, std::less<>> all;
+  return all;
+}
+
+std::optional<double> non_finite(const SettingValue& value);
+
+const char* type_name(SettingType type) noexcept {
+  switch (type) {
+    case SettingType::kFlag: return "a bool";
+    case SettingType::kInteger: return "an int";
+    case SettingType::kReal: return "a number";
+    case SettingType::kWord: return "a string";
+    case SettingType::kTensor: return "a tensor";
+  }
+  return "a value";
+}
+
+std::string value_text(const SettingValue& value) {
+  std::ostringstream out;
+  std::visit(
+      [&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>) out << "None";
+        else if constexpr (std::is_same_v<V, bool>) out << (v ? "true" : "false");
+        else if constexpr (std::is_same_v<V, std::string>) out << "'" << v << "'";
+        else out << v;
+      },
+      value);
+  return out.str();
+}
+
+// value as the setting's type (an integer is a real too), or the refusal.
+SettingValue typed(const FamilyContract& contract, const SettingSpec& spec, const SettingValue& value) {
+  if (std::holds_alternative<std::monostate>(value)) {
+    TORCH_CHECK_VALUE(!spec.positional, "[", contract.module, "] ", spec.name, " is required");
+    return value;
+  }
+  const bool ok = (spec.type == SettingType::kFlag && std::holds_alternative<bool>(value)) ||
+                  (spec.type == SettingType::kInteger && std::holds_alternative<int64_t>(value)) ||
+                  (spec.type == SettingType::kReal && (std::holds_alternative<double>(value) ||
+                                                       std::holds_alternative<int64_t>(value) ||
+                                                       non_finite(value).has_value())) ||
+                  (spec.type == SettingType::kWord && std::holds_alternative<std::string>(value)) ||
+                  (spec.type == SettingType::kTensor && std::holds_alternative<bool>(value));
+  TORCH_CHECK_TYPE(ok, "[", contract.module, "] ", spec.name, " must be ", type_name(spec.type), ", got ",
+                   value_text(value));
+  if (spec.type == SettingType::kReal && non_finite(value)) return *non_finite(value);
+  if (spec.type == SettingType::kReal && std::holds_alternative<int64_t>(value)) {
+    return static_cast<double>(std::get<int64_t>(value));
+  }
+  if (spec.type == SettingType::kInteger && spec.minimum && *spec.minimum != kAnyInteger) {
+    const int64_t v = std::get<int64_t>(value);
+    TORCH_CHECK_VALUE(v >= *spec.minimum, "[", contract.module, "] ", spec.name, " must be >= ", *spec.minimum,
+                      ", got ", v);
+  }
+  if (spec.type == SettingType::kWord) {
+    const std::string& v = std::get<std::string>(value);
+    if (std::find(spec.words.begin(), spec.words.end(), v) == spec.words.end()) {
+      std::string allowed;
+      for (size_t i = 0; i < spec.words.size(); ++i) allowed += (i ? " or '" : "'") + spec.words[i] + "'";
+      TORCH_CHECK_VALUE(false, "[", contract.module, "] ", spec.name, " must be ", allowed, ", got '", v, "'");
+    }
+  }
+  return value;
+}
+
+// JSON has no NaN or infinity: a real travels as "nan", "inf" or "-inf" then (both ways).
+std::optional<double> non_finite(const SettingValue& value) {
+  const auto* text = std::get_if<std::string>(&value);
+  if (!text) return std::nullopt;
+  if (*text == "nan") return std::numeric_limits<double>::quiet_NaN();
+  if (*text == "inf") return std::numeric_limits<double>::infinity();
+  if (*text == "-inf") return -std::numeric_limits<double>::infinity();
+  return std::nullopt;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Setting builders
+
+SettingSpec size_setting(std::string name, std::string meaning) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kInteger, s.meaning = std::move(meaning);
+  s.positional = true, s.minimum = 1;
+  return s;
+}
+
+SettingSpec integer_setting(std::string name, int64_t default_value, std::string meaning, int64_t minimum) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kInteger, s.default_value = default_value;
+  s.meaning = std::move(meaning), s.minimum = minimum;
+  return s;
+}
+
+SettingSpec real_setting(std::string name, std::optional<double> default_value, std::string meaning) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kReal, s.meaning = std::move(meaning);
+  if (default_value) s.default_value = *default_value;
+  return s;
+}
+
+SettingSpec flag_setting(std::string name, bool default_value, std::string meaning) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kFlag, s.default_value = default_value;
+  s.meaning = std::move(meaning);
+  return s;
+}
+
+SettingSpec word_setting(std::string name, std::vector<std::string> words, std::string meaning) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kWord, s.default_value = words.at(0);
+  s.words = std::move(words), s.meaning = std::move(meaning);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// FamilySettings
+
+FamilySettings& FamilySettings::set(std::string name, SettingValue value) {
+  for (auto& [key, v] : values_) {
+    if (key == name) {
+      v = std::move(value);
+      return *this;
+    }
+  }
+  values_.emplace_back(std::move(name), std::move(value));
+  return *this;
+}
+
+bool FamilySettings::has(std::string_view name) const {
+  for (const auto& [key, v] : values_) {
+    if (key == name) return !std::holds_alternative<std::monostate>(v);
+  }
+  return false;
+}
+
+const SettingValue& FamilySettings::value(std::string_view name) const {
+  for (const auto& [key, v] : values_) {
+    if (key == name) return v;
+  }
+  TORCH_CHECK_VALUE(false, "[family] no setting '", name, "'");
+}
+
+int64_t FamilySettings::integer(std::string_view name) const { return std::get<int64_t>(value(name)); }
+
+double FamilySettings::real(std::string_view name) const {
+  const SettingValue& v = value(name);
+  if (const auto special = non_finite(v)) return *special;
+  return std::holds_alternative<int64_t>(v) ? static_cast<double>(std::get<int64_t>(v)) : std::get<double>(v);
+}
+
+std::optional<double> FamilySettings::optional_real(std::string_view name) const {
+  if (!has(name)) return std::nullopt;
+  return real(name);
+}
+
+bool FamilySettings::flag(std::string_view name) const { return std::get<bool>(value(name)); }
+
+const std::string& FamilySettings::word(std::string_view name) const { return std::get<std::string>(value(name)); }
+
+std::string FamilySettings::to_json() const {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [key, v] : values_) {
+    std::visit(
+        [&](const auto& x) {
+          using V = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<V, std::monostate>) out[key] = nullptr;
+          else if constexpr (std::is_same_v<V, double>) {
+            if (std::isfinite(x)) out[key] = x;
+            else out[key] = std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
+          } else out[key] = x;
+        },
+        v);
+  }
+  return out.dump();
+}
+
+FamilySettings FamilySettings::from_json(std::string_view text, std::string_view op) {
+  const nlohmann::json parsed = nlohmann::json::parse(text.begin(), text.end(), nullptr, false, false);
+  TORCH_CHECK_VALUE(parsed.is_object(), "[", op, "] settings must be a JSON object of setting values, got '", text,
+                    "'");
+  FamilySettings out;
+  for (const auto& [key, v] : parsed.items()) {
+    if (v.is_null()) out.set(key, std::monostate{});
+    else if (v.is_boolean()) out.set(key, v.get<bool>());
+    else if (v.is_number_integer()) out.set(key, v.get<int64_t>());
+    else if (v.is_number()) out.set(key, v.get<double>());
+    else if (v.is_string()) out.set(key, v.get<std::string>());
+    else TORCH_CHECK_VALUE(false, "[", op, "] setting '", key, "' must be null, a bool, a number or a string");
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// FamilyContract
+
+FamilySettings FamilyContract::complete(const FamilySettings& given) const {
+  for (const auto& [key, v] : given.values()) {
+    const bool known = std::any_of(settings.begin(), settings.end(), [&](const SettingSpec& s) { return s.name == key; });
+    TORCH_CHECK_VALUE(known, "[", module, "] unknown setting '", key, "'");
+  }
+  FamilySettings out;
+  for (const SettingSpec& spec : settings) {
+    bool found = false;
+    for (const auto& [key, v] : given.values()) {
+      if (key == spec.name) {
+        out.set(spec.name, typed(*this, spec, v));
+        found = true;
+      }
+    }
+    if (!found) out.set(spec.name, typed(*this, spec, spec.default_value));
+  }
+  if (check) check(out);
+  return out;
+}
+
+FamilyState FamilyContract::init(const FamilySettings& settings) const {
+  const std::vector<std::vector<int64_t>> sizes = shapes(settings);
+  FamilyState tensors(state.size());
+  for (size_t i = 0; i < state.size(); ++i) {
+    if (present(settings, state[i])) tensors[i] = at::empty(sizes.at(i));
+  }
+  at::NoGradGuard no_grad;
+  reset(settings, tensors);
+  return tensors;
+}
+
+const at::Tensor& FamilyContract::tensor(const FamilyState& tensors, std::string_view name) const {
+  for (size_t i = 0; i < state.size(); ++i) {
+    if (state[i].name == name) return tensors.at(i);
+  }
+  TORCH_CHECK_VALUE(false, "[", module, "] has no tensor '", name, "'");
+}
+
+bool FamilyContract::present(const FamilySettings& given, const StateSpec& entry) const {
+  return entry.when.empty() || given.flag(entry.when);
+}
+
+FamilyState FamilyContract::expand_state(const FamilySettings& given, const std::vector<at::Tensor>& tensors) const {
+  std::string names;
+  size_t count = 0;
+  for (const StateSpec& entry : state) {
+    if (!present(given, entry)) continue;
+    names += (count++ ? ", " : "") + entry.name;
+  }
+  TORCH_CHECK_VALUE(tensors.size() == count, "[", module, "] state must hold ", count, " tensors (", names, "), got ",
+                    tensors.size());
+  const std::vector<std::vector<int64_t>> sizes = shapes(given);
+  FamilyState out(state.size());
+  size_t next = 0;
+  for (size_t i = 0; i < state.size(); ++i) {
+    if (!present(given, state[i])) continue;
+    const at::Tensor& t = tensors[next++];
+    TORCH_CHECK_VALUE(t.defined() && t.sizes() == at::IntArrayRef(sizes[i]), "[", module, "] ", state[i].name,
+                      " must have shape ", at::IntArrayRef(sizes[i]), ", got ",
+                      t.defined() ? t.sizes() : at::IntArrayRef{});
+    TORCH_CHECK_TYPE(t.is_floating_point(), "[", module, "] ", state[i].name, " must be floating, got ",
+                     t.scalar_type());
+    out[i] = t;
+  }
+  return out;
+}
+
+at::Tensor FamilyContract::call(std::string_view name, const FamilySettings& given, const FamilyState& tensors,
+                               const MethodCall& arguments) const {
+  for (const Method& method : methods) {
+    if (method.name == name) return method.call(given, tensors, arguments);
+  }
+  TORCH_CHECK_VALUE(false, "[", module, "] has no method '", name, "'");
+}
+
+std::string FamilyContract::describe(const FamilySettings& given, const char* true_word,
+                                     const char* false_word) const {
+  std::ostringstream out;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    out << (i ? ", " : "") << shown[i] << "=";
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, std::monostate>) out << "None";
+          else if constexpr (std::is_same_v<V, bool>) out << (v ? true_word : false_word);
+          else out << v;
+        },
+        given.value(shown[i]));
+  }
+  return out.str();
+}
+
+FamilyContractRegistration::FamilyContractRegistration(FamilyContract contract) {
+  std::string name = contract.module;
+  contracts().emplace(std::move(name), std::move(contract));
+}
+
+const FamilyContract& family_contract(std::string_view module) {
+  const auto& all = contracts();
+  const auto found = all.find(module);
+  if (found != all.end()) return found->second;
+  std::string known;
+  for (const auto& [name, c] : all) known += (known.empty() ? "" : ", ") + name;
+  TORCH_CHECK_VALUE(false, "[family] unknown module '", module, "'; known: ", known);
+}
+
+std::vector<const FamilyContract*> family_contracts() {
+  std::vector<const FamilyContract*> out;
+  for (const auto& [name, c] : contracts()) out.push_back(&c);
+  return out;
+}
+
+}  // namespace posenc::nn

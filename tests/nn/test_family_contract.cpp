@@ -1,0 +1,103 @@
+// The family contract (posenc/nn/family_contract.h) and its one holder
+// (family_module.h): a module built by name from settings is the typed
+// module (same draws for a seed, same parameters, same bias and terms), the
+// registry builds the holder, and bad settings or state are refused by name.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "posenc/nn/cope_bias.h"
+#include "posenc/nn/encoding_registry.h"
+#include "posenc/nn/family_module.h"
+#include "posenc/nn/fire_bias.h"
+#include "posenc/nn/kerple_bias.h"
+#include "reference.h"
+
+namespace posenc::nn::test {
+namespace {
+
+TEST(FamilyContract, TheHolderByNameIsTheTypedModule) {
+  at::manual_seed(3);
+  KerpleBias typed(KerpleBiasOptions(4).kind(kernels::KerpleKind::kPower).causal(true));
+  at::manual_seed(3);
+  FamilySettings s;
+  s.set("num_heads", int64_t{4}).set("kind", std::string("power")).set("causal", true);
+  FamilyBias held("KerpleBias", s);
+  ASSERT_EQ(held->named_parameters().size(), 2u);
+  EXPECT_TRUE(at::equal(held->named_parameters()["r1"], typed->r1()));
+  EXPECT_TRUE(at::equal(held->named_parameters()["r2"], typed->r2()));
+  EXPECT_TRUE(at::equal(held->bias(3, 5), typed->bias(3, 5)));
+  EXPECT_EQ(held->name(), "KerpleBias");
+  // The defaults filled in, in the contract's order.
+  EXPECT_EQ(held->settings().to_json(),
+            R"({"num_heads":4,"kind":"power","causal":true,"r1":null,"r2":null,"eps":0.01})");
+}
+
+TEST(FamilyContract, TermsAreTheTypedModulesTerms) {
+  at::manual_seed(5);
+  FireBias fire(FireBiasOptions(2).hidden(6));
+  AttentionTerms terms;
+  fire->add_terms(terms, 4, 6, at::kDouble);
+  ASSERT_EQ(terms.tiles.size(), 1u);
+  EXPECT_EQ(terms.tiles[0].kind, "fire");
+  ASSERT_EQ(terms.tiles[0].tensors.size(), 6u);
+  EXPECT_TRUE(terms.causal);
+  EXPECT_TRUE(at::equal(terms.tiles[0].tensors[5], fire->threshold().to(at::kDouble)));
+  EXPECT_TRUE(at::equal(terms.tiles[0].tensors[4], fire->c().abs().to(at::kDouble)));
+  // A second FIRE term in one call is refused by the family.
+  expect_value_error([&] { fire->add_terms(terms, 4, 6, at::kDouble); },
+                     "[FireBias] the attention terms already hold a FIRE term");
+}
+
+TEST(FamilyContract, TheRegistryBuildsTheHolder) {
+  EncodingConfig config;
+  config.num_heads = 4, config.dim = 32, config.causal = true;
+  for (const std::string name : {"kerple", "kerple-power", "fire", "cope"}) {
+    const AttentionEncodings slots = make_attention_encodings(parse_encoding(name), config);
+    ASSERT_TRUE(slots.bias) << name;
+    EXPECT_NE(dynamic_cast<const FamilyBiasImpl*>(slots.bias.get()), nullptr) << name;
+  }
+  const AttentionEncodings cope = make_attention_encodings(parse_encoding("cope"), config);
+  EXPECT_EQ(cope.bias->named_parameters()["e"].sizes(), (std::vector<int64_t>{64, 8}));
+}
+
+TEST(FamilyContract, CatalogOfContracts) {
+  std::vector<std::string> names;
+  for (const FamilyContract* c : family_contracts()) names.push_back(c->module);
+  for (const char* want : {"CopeBias", "FireBias", "KerpleBias"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+  EXPECT_EQ(family_contract("FireBias").describe(family_contract("FireBias").complete(
+                FamilySettings().set("num_heads", int64_t{2}))),
+            "num_heads=2, hidden=32, init_c=0.1, init_L=512");
+}
+
+TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
+  const FamilyContract& kerple = family_contract("KerpleBias");
+  expect_value_error([&] { kerple.complete(FamilySettings().set("num_heads", int64_t{2}).set("rank", int64_t{3})); },
+                     "[KerpleBias] unknown setting 'rank'");
+  expect_value_error([&] { kerple.complete(FamilySettings()); }, "[KerpleBias] num_heads is required");
+  expect_value_error([&] { kerple.complete(FamilySettings().set("num_heads", int64_t{0})); },
+                     "[KerpleBias] num_heads must be >= 1, got 0");
+  expect_value_error(
+      [&] { kerple.complete(FamilySettings().set("num_heads", int64_t{2}).set("kind", std::string("cubic"))); },
+      "[KerpleBias] kind must be 'log' or 'power', got 'cubic'");
+  expect_error<c10::TypeError>(
+      [&] { kerple.complete(FamilySettings().set("num_heads", 2.5)); },
+      "[KerpleBias] num_heads must be an int, got 2.5");
+  expect_value_error([&] { kerple.complete(FamilySettings().set("num_heads", int64_t{2}).set("eps", 2.0)); },
+                     "[KerpleBias] eps must be in (0, 1], got 2");
+  const FamilySettings s = kerple.complete(FamilySettings().set("num_heads", int64_t{2}));
+  expect_value_error([&] { kerple.expand_state(s, {at::zeros({2})}); },
+                     "[KerpleBias] state must hold 2 tensors (r1, r2), got 1");
+  expect_value_error([&] { kerple.expand_state(s, {at::zeros({2}), at::zeros({3})}); },
+                     "[KerpleBias] r2 must have shape [2], got [3]");
+  expect_value_error([] { family_contract("NoSuchBias"); },
+                     "[family] unknown module 'NoSuchBias'; known: CopeBias, FireBias, KerpleBias");
+}
+
+}  // namespace
+}  // namespace posenc::nn::test

@@ -1,0 +1,128 @@
+"""The family contract from Python: the classes generated from the catalog (signature, docstring,
+registry names), the one holder's behaviour (state names, seeded draws, reset, .to, deepcopy, pickling,
+torch.jit.trace, state_dict round trip) and the refusals of the contract, word for word."""
+
+import copy
+import inspect
+import io
+import json
+
+import pytest
+import torch
+
+import posenc  # noqa: F401
+import posenc.nn as pnn
+
+CATALOG = json.loads(torch.ops.posenc.family_catalog())
+MODULES = {c["module"]: c for c in CATALOG}
+
+
+def test_catalog_names_the_modules_and_their_registry_names():
+    assert {"KerpleBias", "FireBias", "CopeBias"} <= set(MODULES)
+    assert MODULES["KerpleBias"]["families"] == ["kerple", "kerple-power"]
+    assert pnn.KerpleBias.registry_names == ("kerple", "kerple-power")
+    assert [t["name"] for t in MODULES["FireBias"]["state"]] == ["w1", "b1", "w2", "b2", "c", "L_multiplier"]
+
+
+def test_generated_signature_and_docstring_come_from_the_contract():
+    sig = inspect.signature(pnn.KerpleBias)
+    assert str(sig) == "(num_heads, *, kind='log', causal=False, r1=None, r2=None, eps=0.01)"
+    assert str(inspect.signature(pnn.CopeBias)) == "(num_heads, head_dim, *, npos_max=64, causal=True)"
+    assert pnn.FireBias.__doc__.startswith("FIRE (Li et al. 2023")
+    assert "    hidden (int = 32): the MLP's width (the paper: 32)" in pnn.FireBias.__doc__
+    assert issubclass(pnn.KerpleBias, pnn.FamilyModule) and pnn.KerpleBias.__module__ == "posenc.nn"
+
+
+def test_seeded_draws_are_the_cpp_contracts_and_reset_draws_again():
+    torch.manual_seed(7)
+    m = pnn.FireBias(3, hidden=5)
+    torch.manual_seed(7)
+    w1 = torch.empty(5).uniform_(-1.0, 1.0)  # the authors' Linear(1, hidden) draw, first
+    assert torch.equal(m.w1.detach(), w1)
+    assert float(m.c) == pytest.approx(0.1) and float(m.L_multiplier) == 1.0
+    before = [p.detach().clone() for p in m.parameters()]
+    torch.manual_seed(7)
+    m.reset_parameters()
+    assert all(torch.equal(a, b.detach()) for a, b in zip(before, m.parameters()))
+
+
+def test_module_behaves_as_a_module():
+    torch.manual_seed(0)
+    m = pnn.KerpleBias(2, kind="power", causal=True)
+    assert [n for n, _ in m.named_parameters()] == ["r1", "r2"]
+    assert list(m.state_dict()) == ["r1", "r2"]
+    assert m.kind == "power" and m.causal is True and m.num_heads == 2 and m.eps == 0.01
+    assert repr(m) == "KerpleBias(num_heads=2, kind=power, causal=True)"
+    d = copy.deepcopy(m).double()
+    assert d(3, 4).dtype == torch.float64
+    twin = copy.deepcopy(m)
+    assert torch.equal(twin(3, 4), m(3, 4))
+    buffer = io.BytesIO()
+    torch.save(m, buffer)
+    buffer.seek(0)
+    again = torch.load(buffer)
+    assert type(again) is pnn.KerpleBias and torch.equal(again(2, 2), m(2, 2))
+    fresh = pnn.KerpleBias(2, kind="power", causal=True)
+    fresh.load_state_dict(m.state_dict())
+    assert torch.equal(fresh(3, 3), m(3, 3))
+
+
+def test_trace_and_gradients_through_the_family_ops():
+    torch.manual_seed(1)
+    m = pnn.KerpleBias(2).double()
+    traced = torch.jit.trace(lambda r1, r2: torch.ops.posenc.family_dense(
+        "KerpleBias", m._settings, [r1, r2], 3, 5), (m.r1, m.r2))
+    assert torch.equal(traced(m.r1, m.r2), m(3, 5))
+    m(3, 5).sum().backward()
+    assert m.r1.grad.abs().sum() > 0 and m.r2.grad.abs().sum() > 0
+    fire = pnn.FireBias(2, hidden=4)
+    tensors, spec = fire.attention_terms(3, 3)
+    assert spec.describe() == "[tile(fire), causal]" and len(tensors) == 6
+    assert set(fire.attention_kwargs(3, 3)) == {"fire", "causal"}
+
+
+def test_registry_builds_the_generated_classes():
+    attn = pnn.MultiheadAttention(16, 4, encoding="cope", causal=True)
+    assert type(attn.bias) is pnn.CopeBias and attn.bias.e.shape == (64, 4)
+    assert type(pnn.MultiheadAttention(16, 4, encoding="kerple").bias) is pnn.KerpleBias
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: pnn.KerpleBias(2.5), TypeError, "[KerpleBias] num_heads must be an int, got float"),
+    (lambda: pnn.KerpleBias(0), ValueError, "[KerpleBias] num_heads must be >= 1, got 0"),
+    (lambda: pnn.KerpleBias(2, eps=2.0), ValueError, "[KerpleBias] eps must be in (0, 1], got 2"),
+    (lambda: pnn.KerpleBias(2, kind=3), TypeError, "[KerpleBias] kind must be a str, got int"),
+    (lambda: pnn.KerpleBias(2, r1="x"), TypeError, "[KerpleBias] r1 must be a number, got str"),
+    (lambda: pnn.CopeBias(2, 0), ValueError, "[CopeBias] head_dim must be >= 1, got 0"),
+    (lambda: torch.ops.posenc.family_dense("KerpleBias", '{"num_heads": 2}', [torch.ones(2)], 2, 2), ValueError,
+     "[KerpleBias] state must hold 2 tensors (r1, r2), got 1"),
+    (lambda: torch.ops.posenc.family_init("NoBias", "{}"), ValueError, "[family] unknown module 'NoBias'; known: "),
+])
+def test_refusals(call, error, message):
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value).splitlines()[0].startswith(message)
+
+
+@pytest.mark.parametrize("name", ["kerple", "kerple-power", "fire", "cope", "dpb", "alibi", "t5"])
+def test_multihead_attention_traces_with_every_generated_bias(name):
+    torch.manual_seed(2)
+    m = pnn.MultiheadAttention(16, 4, encoding=name, causal=True)
+    x = torch.randn(2, 5, 16)
+    traced = torch.jit.trace(m, (x,), check_trace=False)
+    assert torch.equal(traced(x), m(x))
+
+
+def test_generated_classes_keep_their_families_extras():
+    t5 = pnn.T5Bias.from_pretrained_weight(torch.randn(16, 3), bidirectional=False, max_distance=40)
+    assert (t5.num_buckets, t5.num_heads, t5.max_distance, t5.bidirectional) == (16, 3, 40, False)
+    assert t5.attention_kwargs(2, 2)["t5_num_buckets"] == 16
+    alibi = pnn.AlibiBias(3, slopes=torch.tensor([0.5, 0.25, 0.125], dtype=torch.float64))
+    assert alibi.custom_slopes and alibi.slopes.dtype == torch.float64
+    assert pnn.AlibiBias(3).custom_slopes is False
+    dpb = pnn.DynamicPositionBias(2, 4)
+    assert dpb.norm_weight is None and "norm_weight" not in dict(dpb.named_parameters())
+    assert dpb.offset_rows(3, 4).shape == (2, 6)
+    assert pnn.ContinuousPositionBias2d(2, 2, 3, hidden=8).grid(torch.float64).dtype == torch.float64
+    with pytest.raises(ValueError, match=r"^\[KerpleBias\] eps must be in \(0, 1\], got nan$"):
+        pnn.KerpleBias(2, eps=float("nan"))
