@@ -96,7 +96,8 @@ TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
   expect_value_error([&] { kerple.expand_state(s, {at::zeros({2}), at::zeros({3})}); },
                      "[KerpleBias] r2 must have shape [2], got [3]");
   expect_value_error([] { family_contract("NoSuchBias"); },
-                     "[family] unknown module 'NoSuchBias'; known: CopeBias, FireBias, KerpleBias");
+                     "[family] unknown module 'NoSuchBias'; known: AlibiBias, AlibiBias2d, ContinuousPositionBias2d, "
+                     "CopeBias, DynamicPositionBias, FireBias, KerpleBias, T5Bias, T5Bias2d");
 }
 
 }  // namespace

@@ -107,9 +107,9 @@ struct EncodingFamily {
   // Fills the slot of its point in one attention layer's encodings; set for
   // kQueryKey, kLogitBias and kRelativeVectors.
   std::function<void(const EncodingConfig&, AttentionEncodings&)> make_attention;
-  // A family on the contract (family_contract.h) names its module and its settings for a model; the
-  // registry then builds the one holder (FamilyBias) and the Python package its generated class, with
-  // no make_attention.
+  // A family on the contract (family_contract.h) names its module and its settings for a model
+  // (make_attention builds its typed front end with the same settings): the Python package's
+  // generated class reads them (torch.ops.posenc.family_preset).
   std::string module;
   std::function<FamilySettings(const EncodingConfig&)> preset;
 };

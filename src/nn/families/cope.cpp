@@ -357,6 +357,9 @@ void add_cope(std::vector<EncodingFamily>& out) {
   cope.needs.causal = true;
   cope.needs.causal_hint = "CoPE is defined for causal attention (gates over the keys up to the query); use "
                            "kerple, t5 or dpb in an encoder";
+  cope.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
+    slots.bias = CopeBias(CopeBiasOptions(c.num_heads, c.dim / c.num_heads).npos_max(c.cope_npos).causal(true));
+  };
   cope.module = kModule;
   cope.preset = [](const EncodingConfig& c) {
     FamilySettings s;

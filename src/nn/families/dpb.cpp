@@ -629,6 +629,11 @@ void add_dpb(std::vector<EncodingFamily>& out) {
   dpb.description =
       "learned MLP (1 -> dim/4 SiLU -> dim/4 SiLU -> heads) of the offset i - j, one bias per offset and head, "
       "causal in the decoder (x-transformers' DynamicPositionBias; Swin V2's continuous bias in 1D)";
+  dpb.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
+    // x-transformers sizes the MLP at the model dim // 4.
+    slots.bias = DynamicPositionBias(
+        DynamicPositionBiasOptions(c.num_heads, std::max<int64_t>(c.dim / 4, 1)).causal(c.causal));
+  };
   dpb.module = kDpbModule;
   dpb.preset = [](const EncodingConfig& c) {
     // x-transformers sizes the MLP at the model dim // 4.

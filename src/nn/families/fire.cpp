@@ -404,6 +404,9 @@ void add_fire(std::vector<EncodingFamily>& out) {
       "2023, FIRE); decoders only";
   fire.needs.causal = true;
   fire.needs.causal_hint = "FIRE is defined for causal attention; use kerple, t5 or dpb in an encoder";
+  fire.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
+    slots.bias = FireBias(FireBiasOptions(c.num_heads).causal(true));
+  };
   fire.module = kModule;
   fire.preset = [](const EncodingConfig& c) {
     FamilySettings s;

@@ -257,6 +257,13 @@ FamilyContract contract() {
   c.terms = terms;
   c.methods = {{"project", {}, [](const FamilySettings& s, const FamilyState& t, const MethodCall&) {
                   return project(s, t);
+                }},
+               // [H, q_len + k_len - 1]: the bias of offset d = j - i' at column d + k_len - 1, projected first.
+               {"offset_rows", {"q_len", "k_len", "dtype"},
+                [](const FamilySettings& s, const FamilyState& t, const MethodCall& call) {
+                  project(s, t);
+                  const at::ScalarType dtype = call.dtype.value_or(t[0].scalar_type());
+                  return ops::kerple_offset_bias(t[0].to(dtype), t[1].to(dtype), call.q_len, call.k_len, kind_of(s));
                 }}};
   c.shown = {"num_heads", "kind", "causal"};
   return c;
@@ -295,6 +302,9 @@ void add_kerple(std::vector<EncodingFamily>& out) {
                           "KERPLE)"
                         : "learned power kernel -r1_h |i - j|^r2_h per head, r1 from U(0, 2) kept >= 0.01, r2 from "
                           "U(0, 1) kept in [0.01, 2], causal in the decoder (Chi et al. 2022, KERPLE)";
+    f.make_attention = [kind](const EncodingConfig& c, AttentionEncodings& slots) {
+      slots.bias = KerpleBias(KerpleBiasOptions(c.num_heads).kind(kind).causal(c.causal));
+    };
     f.module = kModule;
     f.preset = [log](const EncodingConfig& c) {
       FamilySettings s;

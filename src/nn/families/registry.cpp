@@ -2,7 +2,6 @@
 // factories that turn a plan and a config into modules, all read from the
 // families' descriptors (encoding_family.h).
 #include "posenc/nn/encoding_registry.h"
-#include "posenc/nn/family_module.h"
 
 #include <c10/util/Exception.h>
 
@@ -201,12 +200,6 @@ AttentionEncodings make_attention_encodings(const EncodingPlan& plan, const Enco
   for (const std::string& part : plan.parts) {
     const EncodingFamily& f = *find_encoding_family(part);
     if (f.make_attention) f.make_attention(config, out);
-    else if (!f.module.empty()) {
-      // The one holder serves the logit-bias point; the other points are not on the contract yet.
-      TORCH_INTERNAL_ASSERT(f.point == EncodingPoint::kLogitBias, "family ", f.name, " names a module on the ",
-                            encoding_point_name(f.point), " point, which has no holder");
-      out.bias = FamilyBias(f.module, f.preset(config));
-    }
   }
   return out;
 }
