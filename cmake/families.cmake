@@ -15,7 +15,6 @@ endmacro()
 
 posenc_family(alibi)    # its kernels: the shared alibi.cpp
 posenc_family(t5)       # its kernels: the shared t5.cpp
-posenc_family(learned_alibi)
 posenc_family(kerple  KERNEL kerple.cpp)
 posenc_family(fire    KERNEL fire.cpp)
 posenc_family(cope    KERNEL cope.cpp)
