@@ -1,7 +1,8 @@
 // A family's whole contract, once, for C++ and Python alike: its module's
 // name, its typed settings (with defaults, admissible values and meaning), the
-// named tensors it owns (parameters and buffers), how it draws them, and one
-// function per point it acts at (DESIGN.md §2). The C++ holder
+// named tensors it owns (parameters and buffers), how it draws them, and its
+// functions at the point it acts at (DESIGN.md §2; today the logit-bias point:
+// dense and terms, the rotary and input points' rotate and embed to come). The C++ holder
 // (family_module.h) and the Python holder (posenc.nn, generated classes)
 // both work through it; neither restates a family.
 //
@@ -13,7 +14,7 @@
 //   terms      the same term for the fused attention (offset rows, a tile, ...)
 //   methods    named functions of the state (FIRE's threshold, KERPLE's projection)
 //
-// A family registers its contract in its module file with one namespace-scope
+// A family registers its contract in its file (src/nn/families/<name>.cpp) with one namespace-scope
 // `const FamilyContractRegistration registered(contract());`.
 #pragma once
 

@@ -1,8 +1,9 @@
 """posenc.nn: every posenc encoding as a torch.nn.Module, plus multi-head attention into which they plug.
 
-Pure Python over the posenc ops (import posenc first loads the op library; ``import posenc.nn`` works
-after or instead of it). The modules mirror the C++ ones of include/posenc/nn/ (names of parameters,
-initialisations, error messages); docs/python_modules.md documents them.
+The logit biases are generated from their C++ contracts (include/posenc/nn/family_contract.h, one holder:
+FamilyModule in _family.py); the other points are Python over the posenc ops, mirroring the C++ modules of
+include/posenc/nn/ (names of parameters, initialisations, error messages). ``import posenc.nn`` works after
+or instead of ``import posenc``; docs/python_modules.md documents them.
 
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
                      LearnableSinusoidalEncoding
