@@ -434,7 +434,7 @@ void dpb_terms(const FamilySettings& s, const FamilyState& t, AttentionTerms& ou
   if (s.flag("causal")) out.causal = true;
   if (q_len == 0 || k_len == 0) return;  // no pair, no row
   const at::Tensor rows = dpb_rows(s, t, q_len, k_len, compute);
-  out.offset_bias = out.offset_bias.defined() ? out.offset_bias + rows : rows;
+  families::accumulate(out.offset_bias, rows);
 }
 
 FamilyContract dpb_contract() {
@@ -525,7 +525,7 @@ void cpb_terms(const FamilySettings& s, const FamilyState& t, AttentionTerms& ou
                at::ScalarType compute) {
   check_cells(s, q_len, k_len);
   const at::Tensor g = cpb_grid(s, t, compute);
-  out.grid_bias = out.grid_bias.defined() ? out.grid_bias + g : g;
+  families::accumulate(out.grid_bias, g);
   out.grid_height = s.integer("height");
   out.grid_width = s.integer("width");
 }

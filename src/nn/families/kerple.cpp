@@ -227,7 +227,7 @@ void terms(const FamilySettings& s, const FamilyState& state, AttentionTerms& ou
   project(s, state);
   const at::Tensor rows =
       ops::kerple_offset_bias(state[0].to(compute), state[1].to(compute), q_len, k_len, kind_of(s));
-  out.offset_bias = out.offset_bias.defined() ? out.offset_bias + rows : rows;
+  families::accumulate(out.offset_bias, rows);
 }
 
 FamilyContract contract() {
