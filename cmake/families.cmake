@@ -13,6 +13,9 @@ macro(posenc_family name)
   list(APPEND POSENC_FAMILY_NN_SOURCES families/${name}.cpp)
 endmacro()
 
+posenc_family(rope)     # its kernels: the shared rope*.cpp
+posenc_family(mrope)    # axial RoPE and M-RoPE, on the shared rope kernels
+posenc_family(query_temperature)
 posenc_family(alibi)    # its kernels: the shared alibi.cpp
 posenc_family(t5)       # its kernels: the shared t5.cpp
 posenc_family(kerple  KERNEL kerple.cpp)

@@ -1,5 +1,6 @@
 // RoPE from C++: the typed op API (posenc/nn/ops.h) against a plain long
-// double reference, and the rotary modules (posenc/nn/rotary_embedding.h):
+// double reference, the rotary modules (posenc/nn/rotary_embedding.h) and
+// the query temperature (posenc/nn/query_temperature.h):
 // shared tables for q and k, the cache that is never stale, learned
 // frequencies, xPos, axial and M-RoPE, and exact error messages.
 #include <ATen/ATen.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "posenc/nn/ops.h"
+#include "posenc/nn/query_temperature.h"
 #include "posenc/nn/rotary_embedding.h"
 #include "reference.h"
 
@@ -172,7 +174,7 @@ TEST(NnRotaryEmbedding, RotatesQueriesAndKeysLikeTheOp) {
   // float64 q and k use the float64 cache
   const auto [q64, k64] = rope(q.to(at::kDouble), k.to(at::kDouble), positions);
   EXPECT_LE(max_abs_diff(q64, reference_rope(q, positions, default_omega(32), RopeLayout::kInterleaved)), 1e-12);
-  EXPECT_GT(rope->double_cache().length(), 0);
+  EXPECT_GT(rope_table_builds(rope->options(), at::kDouble), 0u);
 }
 
 TEST(NnRotaryEmbedding, GradientsReachQueriesAndKeys) {
@@ -197,14 +199,15 @@ TEST(NnRotaryEmbedding, CacheIsRebuiltWhenTheRegimeChangesAndNeverStale) {
     EXPECT_LE(max_abs_diff(q2, ops::rope(q, positions, direct)), 1e-6);
   };
   check(at::arange(4, at::kLong) + 36);  // L = 40 <= 64: default spectrum, 40 rows
-  const uint64_t first = rope->float_cache().version();
+  const auto builds = [&] { return rope_table_builds(rope->options(), at::kFloat); };
+  const uint64_t first = builds();
   check(at::arange(4, at::kLong));  // same regime, within the table: served as is
-  EXPECT_EQ(rope->float_cache().version(), first);
+  EXPECT_EQ(builds(), first);
   check(at::arange(4, at::kLong) + 200);  // L = 204 > 64: a new base, a rebuild
-  const uint64_t second = rope->float_cache().version();
+  const uint64_t second = builds();
   EXPECT_GT(second, first);
   check(at::arange(4, at::kLong));  // back below L0: the default spectrum again, not the grown one
-  EXPECT_GT(rope->float_cache().version(), second);
+  EXPECT_GT(builds(), second);
   check(at::tensor(std::vector<int64_t>{-3, -2, 0, 5}));  // negative positions: computed directly
 }
 
@@ -305,6 +308,42 @@ TEST(NnRotaryEmbedding, BadOptionsAndInputsRaiseValueErrors) {
   expect_value_error([&] { axial(q, q, at::zeros({15, 2}, at::kLong)); },
                      "[RotaryEmbeddingAxial] coords must have shape (T, n_axes) = (16, 2) or (B, T, n_axes) = "
                      "(2, 16, 2), got (15, 2)");
+}
+
+// ---------------------------------------------------------------------------
+// QueryTemperature
+
+TEST(NnQueryTemperature, ScalesQueriesByTheLogOfTheirPosition) {
+  QueryTemperature t(QueryTemperatureOptions().floor_scale(8192).attn_scale(0.1));
+  const std::vector<int64_t> p = {0, 1, 8190, 8191, 8192, 16383, 16384, int64_t{1} << 20, int64_t{1} << 40};
+  const at::Tensor got = t->scales(at::tensor(p));
+  ASSERT_EQ(got.scalar_type(), at::kDouble);
+  for (size_t i = 0; i < p.size(); ++i) {
+    const long double x = static_cast<long double>(p[i]);
+    const long double want = std::log(std::floor((x + 1) / 8192) + 1) * 0.1L + 1;
+    EXPECT_NEAR(got[static_cast<int64_t>(i)].item<double>(), static_cast<double>(want), 1e-15) << p[i];
+  }
+  const at::Tensor q = at::randn({2, 3, 5, 4}, at::kDouble);
+  const at::Tensor positions = at::tensor(std::vector<int64_t>{0, 8191, 16383, 40000, 99999});
+  EXPECT_TRUE(at::equal(t(q, positions), q * t->scales(positions).unsqueeze(-1)));
+  const at::Tensor per_batch = at::stack({positions, positions + 8192});
+  EXPECT_TRUE(at::equal(t(q, per_batch)[1], q[1] * t->scales(positions + 8192).unsqueeze(-1)));
+  const at::Tensor q32 = q.to(at::kFloat);
+  EXPECT_EQ(t(q32, at::arange(5, at::kLong)).scalar_type(), at::kFloat);
+  std::ostringstream s;
+  s << *t;
+  EXPECT_EQ(s.str(), "posenc::nn::QueryTemperature(floor_scale=8192, attn_scale=0.1)");
+}
+
+TEST(NnQueryTemperature, BadOptionsAndInputsRaiseValueErrors) {
+  expect_value_error([] { QueryTemperature(QueryTemperatureOptions().floor_scale(-1)); },
+                     "[QueryTemperature] floor_scale must be > 0, got -1");
+  QueryTemperature t;
+  const at::Tensor q = at::zeros({2, 3, 5, 4});
+  expect_value_error([&] { t(q, at::arange(4, at::kLong)); },
+                     "[QueryTemperature] positions must have shape (T) = (5) or (B, T), got (4)");
+  expect_value_error([&] { t(q, at::tensor(std::vector<int64_t>{-3, 0, 1, 2, 3})); },
+                     "[QueryTemperature] positions must be >= 0, got -3");
 }
 
 }  // namespace

@@ -439,12 +439,12 @@ def test_query_temperature_module():
     with pytest.raises(ValueError, match=r"^\[QueryTemperature\] floor_scale must be > 0, got -1$"):
         pnn.QueryTemperature(-1)
     with pytest.raises(ValueError, match=r"^\[QueryTemperature\] positions must have shape \(T\) = \(5\) or "
-                                         r"\(B, T\), got \(4,\)$"):
+                                         r"\(B, T\), got \(4\)$"):
         t(q, torch.arange(4))
     with pytest.raises(ValueError, match=r"^\[QueryTemperature\] positions must be >= 0, got -3$"):
         t(q, torch.tensor([-3, 0, 1, 2, 3]))
-    with pytest.raises(TypeError, match=r"^\[QueryTemperature\] positions must be an integer tensor, got "
-                                        r"torch.float32$"):
+    with pytest.raises(TypeError, match=r"^\[QueryTemperature\] positions must be a signed integer tensor \(int64, "
+                                        r"int32, int16 or int8\), got Float$"):
         t(q, torch.zeros(5))
 
 

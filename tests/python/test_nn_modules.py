@@ -232,16 +232,18 @@ def test_rotary_cache_grows_and_is_never_stale():
     scaling = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 8}
     module = pnn.RotaryEmbedding(16, scaling=scaling)
     q, k = _qk(shape=(1, 2, 40, 16))
-    assert "cos_cached" not in module.state_dict() and "sin_cached" not in module.state_dict()
+    assert not module.state_dict() and not list(module.buffers())  # the tables are shared, not the module's
     for length in (4, 40, 6, 30, 30):  # short (original regime), long (rescaled), short again ...
         positions = torch.arange(length)
         q_out, _ = module(q[:, :, :length], k[:, :, :length], positions)
         assert torch.equal(q_out, posenc.apply_rope(q[:, :, :length], positions, scaling=scaling))
-        assert module.cos_cached.shape[0] >= length
+        cos, _ = module.cos_sin(positions)
+        assert torch.equal(cos, posenc.rope_cos_sin(positions, 16, scaling=scaling)[0])
     plain = pnn.RotaryEmbedding(16)
-    plain(q[:, :, :5], k[:, :, :5], torch.arange(5))
-    plain(q[:, :, :40], k[:, :, :40], torch.arange(40))
-    assert plain.cos_cached.shape[0] >= 40
+    for length in (5, 40, 3):
+        positions = torch.arange(length)
+        assert torch.equal(plain(q[:, :, :length], k[:, :, :length], positions)[0],
+                           posenc.apply_rope(q[:, :, :length], positions))
 
 
 @pytest.mark.parametrize("precision", ["exact", "fp32"])

@@ -1,8 +1,8 @@
 // A family's whole contract, once, for C++ and Python alike: its module's
 // name, its typed settings (with defaults, admissible values and meaning), the
 // named tensors it owns (parameters and buffers), how it draws them, and its
-// functions at the point it acts at (DESIGN.md §2; today the logit-bias point:
-// dense and terms, the rotary and input points' rotate and embed to come). The C++ holder
+// functions at the point it acts at (DESIGN.md §2: the logit-bias point's
+// dense and terms, the query/key point's rotate). The C++ holders
 // (family_module.h) and the Python holder (posenc.nn, generated classes)
 // both work through it; neither restates a family.
 //
@@ -12,6 +12,7 @@
 //   reset      the authors' initial draws, in place (torch's default generator)
 //   dense      the logit-bias point's term as one tensor, [H, q_len, k_len]
 //   terms      the same term for the fused attention (offset rows, a tile, ...)
+//   rotate     the query/key point: q and k (or q alone) transformed by position (RoPE, M-RoPE, temperature)
 //   methods    named functions of the state (FIRE's threshold, KERPLE's projection)
 //
 // A family registers its contract in its file (src/nn/families/<name>.cpp) with one namespace-scope
@@ -34,12 +35,20 @@
 
 namespace posenc::nn {
 
+// A JSON object or array of objects as it was given (a Hugging Face rope_scaling dict, or one per axis):
+// the family reads it; the contract only carries it.
+struct SettingJson {
+  std::string text;
+  bool operator==(const SettingJson&) const = default;
+};
+
 // A setting's value; std::monostate is None (an optional setting left unset).
-using SettingValue = std::variant<std::monostate, bool, int64_t, double, std::string>;
+using SettingValue = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>, SettingJson>;
 
 // kTensor: a tensor the caller may give for the state entry of the same name (FamilyContract::adopted);
-// its value is a flag saying whether it was given.
-enum class SettingType { kFlag, kInteger, kReal, kWord, kTensor };
+// its value is a flag saying whether it was given. kIntegers: a list of ints (M-RoPE's sections).
+// kMapping: a dict, or a list of dicts (SettingJson).
+enum class SettingType { kFlag, kInteger, kReal, kWord, kTensor, kIntegers, kMapping };
 
 // An integer setting with no lower bound of its own (its family's check says more).
 inline constexpr int64_t kAnyInteger = INT64_MIN;
@@ -60,6 +69,9 @@ SettingSpec integer_setting(std::string name, int64_t default_value, std::string
 SettingSpec real_setting(std::string name, std::optional<double> default_value, std::string meaning);  // nullopt: None
 SettingSpec flag_setting(std::string name, bool default_value, std::string meaning);
 SettingSpec word_setting(std::string name, std::vector<std::string> words, std::string meaning);  // default words[0]
+SettingSpec optional_integer_setting(std::string name, std::string meaning, int64_t minimum);  // default None
+SettingSpec integers_setting(std::string name, std::string meaning);  // default None
+SettingSpec mapping_setting(std::string name, std::string meaning);   // default None
 
 // The values of every setting of one module, by name, in the contract's order.
 class FamilySettings {
@@ -74,6 +86,9 @@ class FamilySettings {
   std::optional<double> optional_real(std::string_view name) const;
   bool flag(std::string_view name) const;
   const std::string& word(std::string_view name) const;
+  std::optional<int64_t> optional_integer(std::string_view name) const;
+  std::vector<int64_t> integers(std::string_view name) const;  // None: empty
+  const SettingJson* mapping(std::string_view name) const;     // None: nullptr
   const std::vector<std::pair<std::string, SettingValue>>& values() const noexcept { return values_; }
 
   // {"num_heads": 4, "kind": "log", "r1": null, ...} and back.
@@ -96,10 +111,19 @@ struct StateSpec {
 using FamilyState = std::vector<at::Tensor>;
 
 // A named function of a module's state (FIRE's "threshold", DPB's "offset_rows"), with the call's
-// arguments it reads, among "q_len", "k_len" and "dtype" (unset: the state's), in that order.
+// arguments it reads, among "q_len", "k_len", "positions" and "dtype" (unset: the method's default), in
+// that order.
 struct MethodCall {
   int64_t q_len = 0, k_len = 0;
+  std::optional<at::Tensor> positions;
   std::optional<at::ScalarType> dtype;
+};
+
+// The query/key point's call: the tensors it transforms (q and k, or q alone) and their positions
+// (unset: the family's default, when it has one).
+struct RotateCall {
+  std::vector<at::Tensor> inputs;
+  std::optional<at::Tensor> positions;
 };
 
 // posenc.attention keywords, as far as the settings fix them: the names of the tensors (in the order
@@ -114,6 +138,8 @@ struct FamilyContract {
   std::string summary;  // the docstring's first paragraph
   std::vector<SettingSpec> settings;
   std::vector<StateSpec> state;
+  // Settings that follow from others, filled in before the check (RoPE's rotary_dim None: head_dim).
+  std::function<void(FamilySettings&)> derive;
   // The settings' own rules (types and integer minimums are checked before).
   std::function<void(const FamilySettings&)> check;
   std::function<std::vector<std::vector<int64_t>>(const FamilySettings&)> shapes;  // absent ones: any
@@ -127,6 +153,14 @@ struct FamilyContract {
   std::function<void(const FamilySettings&, const FamilyState&, AttentionTerms&, int64_t q_len, int64_t k_len,
                      at::ScalarType compute)>
       terms;
+  // The query/key point: the inputs it takes ({"q", "k"}: forward(q, k, positions) -> (q', k'); {"q"}:
+  // forward(q, positions) -> q'), the name of its positions argument, whether it may be left out, and
+  // whether an int N stands for 0 .. N-1. rotate checks its call and returns one tensor per input.
+  std::vector<std::string> rotate_inputs;
+  std::string positions_argument = "positions";
+  bool positions_optional = false;
+  bool positions_count = false;
+  std::function<std::vector<at::Tensor>(const FamilySettings&, const FamilyState&, const RotateCall&)> rotate;
   // posenc.attention's documented keywords for this term (Python's attention_kwargs), when the family
   // has its own ({"t5_table": table, "t5_num_buckets": 32, ...}): the names and plain values (from the
   // settings alone, so the Python holder reads them once, outside any trace) and the tensors per call.
@@ -146,14 +180,20 @@ struct FamilyContract {
   std::function<FamilySettings(const at::Tensor& weight, FamilySettings given)> pretrained;
   // Named functions of the state a module offers besides its point (FIRE's "threshold", KERPLE's
   // "project", which acts in place and returns an undefined tensor): C++ and Python methods alike.
+  // A property takes no argument and reads as an attribute in Python (RoPE's inv_freq); a 0-d result
+  // reads as a float there.
   struct Method {
     std::string name;
     std::vector<std::string> arguments;
     std::function<at::Tensor(const FamilySettings&, const FamilyState&, const MethodCall&)> call;
+    bool property = false;
+    int outputs = 1;  // 2: two results stacked on a new first dimension (RoPE's cos_sin), a pair to callers
   };
   std::vector<Method> methods;
   // The settings the repr shows, in order: KerpleBias(num_heads=4, kind=log, causal=false).
   std::vector<std::string> shown;
+  // Instead of `shown`, when the repr reads more than settings (RoPE's rotary_dim resolved, its rope_type).
+  std::function<std::string(const FamilySettings&, const char* true_word, const char* false_word)> shown_with;
 
   // The settings completed with the defaults, typed and checked: "[KerpleBias] unknown setting 'x'",
   // "[KerpleBias] kind must be 'log' or 'power', got 'cubic'", "[KerpleBias] num_heads is required".
@@ -168,6 +208,8 @@ struct FamilyContract {
   // "num_heads=4, kind=log, causal=false" (bools as `true_word` / `false_word`: Python writes True).
   std::string describe(const FamilySettings& settings, const char* true_word = "true",
                        const char* false_word = "false") const;
+  // "logit bias", "query/key" or "query" (a transform of q alone): the point its functions serve.
+  std::string point() const;
   // Whether the tensor `entry` of the state exists for these settings.
   bool present(const FamilySettings& settings, const StateSpec& entry) const;
   // The present tensors (as a holder keeps them) back in state order, absent ones undefined; refuses a

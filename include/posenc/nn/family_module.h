@@ -1,8 +1,11 @@
-// The one C++ holder of a logit-bias family: the tensors its contract
-// (family_contract.h) names, registered as parameters and buffers under those
-// names, and the contract's functions applied to them. The public classes
-// (KerpleBias, FireBias, CopeBias) are typed front ends that turn their
-// options into settings; FamilyBias(module, settings) builds any registered one.
+// The C++ holders of the families on the contract (family_contract.h), one
+// per point: the tensors a contract names, registered as parameters and
+// buffers under those names, and the contract's functions applied to them.
+// FamilyBias holds a logit-bias family, FamilyTransform a query/key one. The
+// public classes (KerpleBias, FireBias, RotaryEmbedding, QueryTemperature, ...)
+// are typed front ends that turn their options into settings;
+// FamilyBias(module, settings) / FamilyTransform(module, settings) build any
+// registered one.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -12,6 +15,9 @@
 #include <optional>
 #include <ostream>
 #include <string_view>
+#include <vector>
+
+#include <torch/nn/module.h>
 
 #include "posenc/nn/attention_bias.h"
 #include "posenc/nn/family_contract.h"
@@ -49,5 +55,31 @@ class FamilyBiasImpl : public AttentionBiasImpl {
 };
 
 TORCH_MODULE(FamilyBias);
+
+class FamilyTransformImpl : public torch::nn::Module {
+ public:
+  FamilyTransformImpl(std::string_view module, const FamilySettings& settings);
+
+  void reset_parameters();
+  // contract.rotate: one tensor per input (q and k, or q alone), at `positions` (unset: the family's default).
+  std::vector<at::Tensor> rotate(const std::vector<at::Tensor>& inputs,
+                                 const std::optional<at::Tensor>& positions = std::nullopt);
+  void pretty_print(std::ostream& stream) const override;
+
+  at::Tensor call(std::string_view method, const MethodCall& arguments = {}) const;
+  const FamilyContract& contract() const noexcept { return *contract_; }
+  const FamilySettings& settings() const noexcept { return settings_; }
+  const FamilyState& state() const noexcept { return state_; }
+  const at::Tensor& tensor(std::string_view name) const { return contract_->tensor(state_, name); }
+
+ private:
+  FamilyTransformImpl(const FamilyContract& contract, FamilySettings settings);
+
+  const FamilyContract* contract_;
+  FamilySettings settings_;
+  FamilyState state_;
+};
+
+TORCH_MODULE(FamilyTransform);
 
 }  // namespace posenc::nn

@@ -1,5 +1,8 @@
 // The query/key point of DESIGN.md section 2: rotary embeddings rotate q and
 // k by position before q.k, so the score depends on the offset j - i only.
+// Typed front ends of families on the contract (family_contract.h), held by
+// FamilyTransform (family_module.h); their contracts live in
+// src/nn/families/rope.cpp and mrope.cpp.
 //
 //   RotaryEmbedding                 RoPE (Su et al. 2021) in the half (GPT-NeoX)
 //                                   or interleaved (GPT-J) layout, partial rotary,
@@ -9,28 +12,26 @@
 //
 // forward(q, k, positions) -> (q', k'): q, k (B, H, T, D) or any (..., T, D)
 // in float32 / float64 / bfloat16 / float16, same shapes and dtypes out;
-// the cos/sin tables are computed once and shared by q, k and every head.
+// the cos/sin tables are computed once and shared by q, k and every head
+// (RoPE's, of positions [0, L), by every module of the same settings).
 // Gradients flow to q and k (and to omega when the frequencies are learned).
 // Formulas: posenc/kernels/rope*.h and docs/rope.md.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <torch/arg.h>
-#include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <optional>
-#include <ostream>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "posenc/kernels/rope.h"
-#include "posenc/kernels/rope_cache.h"
 #include "posenc/kernels/rope_scaling.h"
+#include "posenc/kernels/sinusoidal.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -50,42 +51,35 @@ struct RotaryEmbeddingOptions {
   TORCH_ARG(double, xpos_scale_base) = 0.0;
   TORCH_ARG(double, xpos_gamma) = 0.4;
   TORCH_ARG(double, xpos_center) = 0.0;
+  // Replaces the scaling's attention factor (Hugging Face configs may set it); > 0.
+  TORCH_ARG(std::optional<double>, attention_scaling);
 };
 
-class RotaryEmbeddingImpl : public torch::nn::Module {
+class RotaryEmbeddingImpl : public FamilyTransformImpl {
  public:
   explicit RotaryEmbeddingImpl(const RotaryEmbeddingOptions& options);
 
-  // Learned frequencies back to base^(-2i/R); nothing to do otherwise.
-  void reset_parameters();
   // q, k (..., T, D); positions int64 (T), or (B, T) when q and k are (B, ..., T, D).
   std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& positions);
   // The tables forward uses for non-negative positions without learned
   // frequencies or xPos: (cos, sin), positions.shape + [R/2] in `compute`
-  // (float32 or float64), gathered from the cache.
+  // (float32 or float64), attention factor included.
   std::pair<at::Tensor, at::Tensor> cos_sin(const at::Tensor& positions, at::ScalarType compute);
-  void pretty_print(std::ostream& stream) const override;
 
   const RotaryEmbeddingOptions& options() const noexcept { return options_; }
-  int64_t rotary_dim() const noexcept { return rotary_dim_; }
+  int64_t rotary_dim() const;
   // (R/2) float32 parameter "omega"; undefined unless learned_frequencies.
-  const at::Tensor& omega() const noexcept { return omega_; }
-  // The float32 / float64 caches (positions [0, length)); rebuilt, never stale,
-  // when seq_len selects other frequencies.
-  const kernels::RopeCache<float>& float_cache() const noexcept { return cache_float_; }
-  const kernels::RopeCache<double>& double_cache() const noexcept { return cache_double_; }
+  const at::Tensor& omega() const { return tensor("omega"); }
 
  private:
   RotaryEmbeddingOptions options_;
-  int64_t rotary_dim_;
-  at::Tensor omega_;
-  kernels::RopeCache<float> cache_float_;
-  kernels::RopeCache<double> cache_double_;
-  // Guards the caches: the shards of a training step call forward from several threads.
-  std::shared_ptr<std::mutex> cache_mutex_ = std::make_shared<std::mutex>();
 };
 
 TORCH_MODULE(RotaryEmbedding);
+
+// How many times the tables shared by RoPE modules of these options were built in `compute` (float32 or
+// float64): they grow by doubling and are rebuilt only when the frequencies change.
+uint64_t rope_table_builds(const RotaryEmbeddingOptions& options, at::ScalarType compute);
 
 struct RotaryEmbeddingAxialOptions {
   /* implicit */ RotaryEmbeddingAxialOptions(int64_t head_dim) : head_dim_(head_dim) {}
@@ -99,17 +93,15 @@ struct RotaryEmbeddingAxialOptions {
   TORCH_ARG(kernels::Precision, precision) = kernels::Precision::kExact;
 };
 
-class RotaryEmbeddingAxialImpl : public torch::nn::Module {
+class RotaryEmbeddingAxialImpl : public FamilyTransformImpl {
  public:
   explicit RotaryEmbeddingAxialImpl(const RotaryEmbeddingAxialOptions& options);
   // coords int64 (T, n_axes) or (B, T, n_axes), n_axes 1..3 (e.g. (row, column) of each patch).
   std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& coords);
-  void pretty_print(std::ostream& stream) const override;
   const RotaryEmbeddingAxialOptions& options() const noexcept { return options_; }
 
  private:
   RotaryEmbeddingAxialOptions options_;
-  int64_t rotary_dim_;
 };
 
 TORCH_MODULE(RotaryEmbeddingAxial);
@@ -128,17 +120,15 @@ struct MultimodalRotaryEmbeddingOptions {
   TORCH_ARG(kernels::Precision, precision) = kernels::Precision::kExact;
 };
 
-class MultimodalRotaryEmbeddingImpl : public torch::nn::Module {
+class MultimodalRotaryEmbeddingImpl : public FamilyTransformImpl {
  public:
   explicit MultimodalRotaryEmbeddingImpl(const MultimodalRotaryEmbeddingOptions& options);
   // positions3 int64 (3, T) or (3, B, T): the t, h, w positions (Qwen2-VL's position_ids).
   std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& positions3);
-  void pretty_print(std::ostream& stream) const override;
   const MultimodalRotaryEmbeddingOptions& options() const noexcept { return options_; }
 
  private:
   MultimodalRotaryEmbeddingOptions options_;
-  int64_t rotary_dim_;
 };
 
 TORCH_MODULE(MultimodalRotaryEmbedding);

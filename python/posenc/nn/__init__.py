@@ -1,8 +1,9 @@
 """posenc.nn: every posenc encoding as a torch.nn.Module, plus multi-head attention into which they plug.
 
-The logit biases are generated from their C++ contracts (include/posenc/nn/family_contract.h, one holder:
-FamilyModule in _family.py); the other points are Python over the posenc ops, mirroring the C++ modules of
-include/posenc/nn/ (names of parameters, initialisations, error messages). ``import posenc.nn`` works after
+The logit biases, the rotary embeddings and the query temperature are generated from their C++ contracts
+(include/posenc/nn/family_contract.h, one holder: FamilyModule in _family.py); the input and relative-vector
+points are Python over the posenc ops, mirroring the C++ modules of include/posenc/nn/ (names of parameters,
+initialisations, error messages). ``import posenc.nn`` works after
 or instead of ``import posenc``; docs/python_modules.md documents them.
 
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
@@ -30,8 +31,6 @@ from .attention import MultiheadAttention
 from .deberta import DebertaRelative
 from .registry import ENCODINGS, parse_encoding
 from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
-from .rotary import MultimodalRotaryEmbedding, RotaryEmbedding, RotaryEmbeddingAxial
-from .temperature import QueryTemperature
 from ._family import FamilyModule, generate as _generate
 
 # The families on the contract (include/posenc/nn/family_contract.h): one class each, from the catalog.

@@ -1,11 +1,12 @@
 """The one holder of every family on the contract, and the classes generated from the catalog.
 
 A family's contract lives once, in C++ (include/posenc/nn/family_contract.h): its settings with their
-types, defaults and meaning, the tensors it owns, its initial draws and its terms. ``FamilyModule`` keeps
-those tensors as this module's parameters and buffers, under the contract's names, and hands them to the
-family ops (torch.ops.posenc.family_*) on every call, so autograd, ``.to(dtype)``, ``deepcopy``,
-``state_dict`` and ``torch.jit.trace`` treat it as any module. ``generate()`` makes one class per contract
-(KerpleBias, FireBias, CopeBias, ...) with its signature and docstring from the catalog; no family has
+types, defaults and meaning, the tensors it owns, its initial draws and its functions at its point (the
+logit bias's terms, the query/key point's rotation). ``FamilyModule`` keeps those tensors as this module's
+parameters and buffers, under the contract's names, and hands them to the family ops
+(torch.ops.posenc.family_*) on every call, so autograd, ``.to(dtype)``, ``deepcopy``, ``state_dict`` and
+``torch.jit.trace`` treat it as any module. ``generate()`` makes one class per contract (KerpleBias,
+RotaryEmbedding, QueryTemperature, ...) with its signature and docstring from the catalog; no family has
 Python code of its own.
 """
 
@@ -58,13 +59,20 @@ def _typed(name, setting, value):
         return bool(value)
     if kind == "tensor":
         return value
+    if kind == "ints":
+        try:
+            return [operator.index(v) for v in value]
+        except TypeError:
+            raise TypeError(f"[{name}] {setting['name']} must be a list of ints, got {value!r}") from None
+    if kind == "mapping":
+        if isinstance(value, dict):
+            return dict(value)
+        if isinstance(value, (list, tuple)) and all(v is None or isinstance(v, dict) for v in value):
+            return [None if v is None else dict(v) for v in value]
+        raise TypeError(f"[{name}] {setting['name']} must be a dict or a list of dicts, got {type(value).__name__}")
     if not isinstance(value, str):
         raise TypeError(f"[{name}] {setting['name']} must be a str, got {type(value).__name__}")
     return value
-
-
-def _shown(value):
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 class FamilyModule(nn.Module):
@@ -174,7 +182,7 @@ class FamilyModule(nn.Module):
         return kwargs
 
     def extra_repr(self):
-        return ", ".join(f"{key}={_shown(self.settings[key])}" for key in self._contract["shown"])
+        return _ops.family_describe(self._contract["module"], self._settings)
 
 
 def _entries(spec):
@@ -203,6 +211,40 @@ def _forward_queries_keys(self, q, k, scale=None, key_padding_mask=None):
                                 key_padding_mask)
 
 
+def _positions(self, value):
+    """A positions argument as the family ops take it: a tensor, None, or an int N as 0 .. N-1 where the
+    contract says so."""
+    contract = self._contract
+    if value is None or isinstance(value, torch.Tensor):
+        return value
+    if contract["positions"]["count"]:
+        return torch.arange(operator.index(value), dtype=torch.int64)
+    raise TypeError(f"[{contract['module']}] {contract['positions']['name']} must be an int64 tensor, got "
+                    f"{type(value).__name__}")
+
+
+def _rotate(self, *args, **kwargs):
+    """The query/key point: the contract's rotate_inputs transformed at their positions."""
+    contract = self._contract
+    call = self._forward_signature.bind(*args, **kwargs)
+    call.apply_defaults()
+    inputs = [call.arguments[name] for name in contract["rotate_inputs"]]
+    for name, value in zip(contract["rotate_inputs"], inputs):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"[{contract['module']}] {name} must be a tensor, got {type(value).__name__}")
+    positions = _positions(self, call.arguments[contract["positions"]["name"]])
+    out = _ops.family_rotate(contract["module"], self._settings, self._state(), inputs, positions)
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+def _rotate_signature(contract):
+    parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in contract["rotate_inputs"]]
+    positions = contract["positions"]
+    default = None if positions["optional"] else inspect.Parameter.empty
+    parameters.append(inspect.Parameter(positions["name"], inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
+    return inspect.Signature(parameters)
+
+
 def _method(entry):
     name, arguments = entry["name"], entry["arguments"]
 
@@ -210,13 +252,22 @@ def _method(entry):
         call = signature.bind(*args, **kwargs)
         call.apply_defaults()
         values = call.arguments
-        return _ops.family_call(self._contract["module"], self._settings, self._state(), name,
-                                operator.index(values.get("q_len", 0)), operator.index(values.get("k_len", 0)),
-                                values.get("dtype"))
+        result = _ops.family_call(self._contract["module"], self._settings, self._state(), name,
+                                  operator.index(values.get("q_len", 0)), operator.index(values.get("k_len", 0)),
+                                  values.get("dtype"), _positions(self, values.get("positions")))
+        if entry["outputs"] == 2:
+            return tuple(result.unbind(0))
+        if entry["property"] and result.dim() == 0:
+            return float(result)
+        return result
 
     signature = inspect.Signature([inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                                      default=None if a == "dtype" else inspect.Parameter.empty)
                                    for a in arguments])
+    if entry["property"]:
+        method.__name__ = name
+        method.__doc__ = f"The contract's {name} of the module."
+        return property(method)
     method.__name__ = name
     method.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
                                               *signature.parameters.values()])
@@ -256,8 +307,11 @@ def generate(module_name):
             "__module__": module_name,
             "point": contract["point"],
             "registry_names": tuple(contract["families"]),
-            "forward": _forward_queries_keys if contract["forward"] == "queries_keys" else _forward_lengths,
+            "forward": {"queries_keys": _forward_queries_keys, "rotate": _rotate}.get(contract["forward"],
+                                                                                        _forward_lengths),
         }
+        if contract["forward"] == "rotate":
+            namespace["_forward_signature"] = _rotate_signature(contract)
         for method in contract["methods"]:
             namespace[method["name"]] = _method(method)
         classes[contract["module"]] = type(contract["module"], (FamilyModule,), namespace)

@@ -32,6 +32,8 @@ const char* type_name(SettingType type) noexcept {
     case SettingType::kReal: return "a number";
     case SettingType::kWord: return "a string";
     case SettingType::kTensor: return "a tensor";
+    case SettingType::kIntegers: return "a list of ints";
+    case SettingType::kMapping: return "a dict or a list of dicts";
   }
   return "a value";
 }
@@ -44,6 +46,8 @@ std::string value_text(const SettingValue& value) {
         if constexpr (std::is_same_v<V, std::monostate>) out << "None";
         else if constexpr (std::is_same_v<V, bool>) out << (v ? "true" : "false");
         else if constexpr (std::is_same_v<V, std::string>) out << "'" << v << "'";
+        else if constexpr (std::is_same_v<V, std::vector<int64_t>>) out << at::IntArrayRef(v);
+        else if constexpr (std::is_same_v<V, SettingJson>) out << v.text;
         else out << v;
       },
       value);
@@ -62,10 +66,19 @@ SettingValue typed(const FamilyContract& contract, const SettingSpec& spec, cons
                                                        std::holds_alternative<int64_t>(value) ||
                                                        non_finite(value).has_value())) ||
                   (spec.type == SettingType::kWord && std::holds_alternative<std::string>(value)) ||
-                  (spec.type == SettingType::kTensor && std::holds_alternative<bool>(value));
+                  (spec.type == SettingType::kTensor && std::holds_alternative<bool>(value)) ||
+                  (spec.type == SettingType::kIntegers && std::holds_alternative<std::vector<int64_t>>(value)) ||
+                  (spec.type == SettingType::kMapping && (std::holds_alternative<SettingJson>(value) ||
+                                                          std::holds_alternative<std::vector<int64_t>>(value)));
   TORCH_CHECK_TYPE(ok, "[", contract.module, "] ", spec.name, " must be ", type_name(spec.type), ", got ",
                    value_text(value));
   if (spec.type == SettingType::kReal && non_finite(value)) return *non_finite(value);
+  // JSON reads an empty list as a list of ints; for a mapping setting it is an empty list of dicts.
+  if (spec.type == SettingType::kMapping && std::holds_alternative<std::vector<int64_t>>(value)) {
+    TORCH_CHECK_TYPE(std::get<std::vector<int64_t>>(value).empty(), "[", contract.module, "] ", spec.name,
+                     " must be ", type_name(spec.type), ", got ", value_text(value));
+    return SettingJson{"[]"};
+  }
   if (spec.type == SettingType::kReal && std::holds_alternative<int64_t>(value)) {
     return static_cast<double>(std::get<int64_t>(value));
   }
@@ -135,6 +148,24 @@ SettingSpec word_setting(std::string name, std::vector<std::string> words, std::
   return s;
 }
 
+SettingSpec optional_integer_setting(std::string name, std::string meaning, int64_t minimum) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kInteger, s.meaning = std::move(meaning), s.minimum = minimum;
+  return s;
+}
+
+SettingSpec integers_setting(std::string name, std::string meaning) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kIntegers, s.meaning = std::move(meaning);
+  return s;
+}
+
+SettingSpec mapping_setting(std::string name, std::string meaning) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kMapping, s.meaning = std::move(meaning);
+  return s;
+}
+
 // ---------------------------------------------------------------------------
 // FamilySettings
 
@@ -180,6 +211,20 @@ bool FamilySettings::flag(std::string_view name) const { return std::get<bool>(v
 
 const std::string& FamilySettings::word(std::string_view name) const { return std::get<std::string>(value(name)); }
 
+std::optional<int64_t> FamilySettings::optional_integer(std::string_view name) const {
+  if (!has(name)) return std::nullopt;
+  return integer(name);
+}
+
+std::vector<int64_t> FamilySettings::integers(std::string_view name) const {
+  if (!has(name)) return {};
+  return std::get<std::vector<int64_t>>(value(name));
+}
+
+const SettingJson* FamilySettings::mapping(std::string_view name) const {
+  return has(name) ? &std::get<SettingJson>(value(name)) : nullptr;
+}
+
 std::string FamilySettings::to_json() const {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [key, v] : values_) {
@@ -190,6 +235,8 @@ std::string FamilySettings::to_json() const {
           else if constexpr (std::is_same_v<V, double>) {
             if (std::isfinite(x)) out[key] = x;
             else out[key] = std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
+          } else if constexpr (std::is_same_v<V, SettingJson>) {
+            out[key] = nlohmann::ordered_json::parse(x.text);
           } else out[key] = x;
         },
         v);
@@ -208,7 +255,14 @@ FamilySettings FamilySettings::from_json(std::string_view text, std::string_view
     else if (v.is_number_integer()) out.set(key, v.get<int64_t>());
     else if (v.is_number()) out.set(key, v.get<double>());
     else if (v.is_string()) out.set(key, v.get<std::string>());
-    else TORCH_CHECK_VALUE(false, "[", op, "] setting '", key, "' must be null, a bool, a number or a string");
+    else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_number_integer(); })) {
+      out.set(key, v.get<std::vector<int64_t>>());
+    } else if (v.is_object() || v.is_array()) {
+      out.set(key, SettingJson{v.dump()});
+    } else {
+      TORCH_CHECK_VALUE(false, "[", op, "] setting '", key, "' must be null, a bool, a number, a string, a list "
+                        "or a dict");
+    }
   }
   return out;
 }
@@ -232,18 +286,20 @@ FamilySettings FamilyContract::complete(const FamilySettings& given) const {
     }
     if (!found) out.set(spec.name, typed(*this, spec, spec.default_value));
   }
+  if (derive) derive(out);
   if (check) check(out);
   return out;
 }
 
 FamilyState FamilyContract::init(const FamilySettings& settings) const {
+  if (state.empty()) return {};
   const std::vector<std::vector<int64_t>> sizes = shapes(settings);
   FamilyState tensors(state.size());
   for (size_t i = 0; i < state.size(); ++i) {
     if (present(settings, state[i])) tensors[i] = at::empty(sizes.at(i));
   }
   at::NoGradGuard no_grad;
-  reset(settings, tensors);
+  if (reset) reset(settings, tensors);
   return tensors;
 }
 
@@ -267,6 +323,7 @@ FamilyState FamilyContract::expand_state(const FamilySettings& given, const std:
   }
   TORCH_CHECK_VALUE(tensors.size() == count, "[", module, "] state must hold ", count, " tensors (", names, "), got ",
                     tensors.size());
+  if (state.empty()) return {};
   const std::vector<std::vector<int64_t>> sizes = shapes(given);
   FamilyState out(state.size());
   size_t next = 0;
@@ -291,8 +348,14 @@ at::Tensor FamilyContract::call(std::string_view name, const FamilySettings& giv
   TORCH_CHECK_VALUE(false, "[", module, "] has no method '", name, "'");
 }
 
+std::string FamilyContract::point() const {
+  if (!rotate) return "logit bias";
+  return rotate_inputs.size() == 1 ? "query" : "query/key";  // the query alone: QueryTemperature
+}
+
 std::string FamilyContract::describe(const FamilySettings& given, const char* true_word,
                                      const char* false_word) const {
+  if (shown_with) return shown_with(given, true_word, false_word);
   std::ostringstream out;
   for (size_t i = 0; i < shown.size(); ++i) {
     out << (i ? ", " : "") << shown[i] << "=";
@@ -301,6 +364,8 @@ std::string FamilyContract::describe(const FamilySettings& given, const char* tr
           using V = std::decay_t<decltype(v)>;
           if constexpr (std::is_same_v<V, std::monostate>) out << "None";
           else if constexpr (std::is_same_v<V, bool>) out << (v ? true_word : false_word);
+          else if constexpr (std::is_same_v<V, std::vector<int64_t>>) out << at::IntArrayRef(v);
+          else if constexpr (std::is_same_v<V, SettingJson>) out << v.text;
           else out << v;
         },
         given.value(shown[i]));

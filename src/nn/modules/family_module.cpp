@@ -9,6 +9,21 @@
 #include <utility>
 
 namespace posenc::nn {
+namespace {
+
+// The contract's fresh state, its present tensors registered on `owner` under their names.
+FamilyState registered_state(torch::nn::Module& owner, const FamilyContract& contract, const FamilySettings& settings) {
+  FamilyState state = contract.init(settings);
+  for (size_t i = 0; i < state.size(); ++i) {
+    const StateSpec& spec = contract.state[i];
+    if (!state[i].defined()) continue;  // absent for these settings
+    state[i] = spec.parameter ? owner.register_parameter(spec.name, state[i]) : owner.register_buffer(spec.name, state[i]);
+  }
+  return state;
+}
+
+}  // namespace
+
 FamilyBiasImpl::FamilyBiasImpl(std::string_view module, const FamilySettings& settings)
     : FamilyBiasImpl(family_contract(module), family_contract(module).complete(settings)) {}
 
@@ -16,17 +31,12 @@ FamilyBiasImpl::FamilyBiasImpl(const FamilyContract& contract, FamilySettings se
     : AttentionBiasImpl(contract.module, settings.integer("num_heads")),
       contract_(&contract),
       settings_(std::move(settings)) {
-  state_ = contract.init(settings_);
-  for (size_t i = 0; i < state_.size(); ++i) {
-    const StateSpec& spec = contract.state[i];
-    if (!state_[i].defined()) continue;  // absent for these settings
-    state_[i] = spec.parameter ? register_parameter(spec.name, state_[i]) : register_buffer(spec.name, state_[i]);
-  }
+  state_ = registered_state(*this, contract, settings_);
 }
 
 void FamilyBiasImpl::reset_parameters() {
   at::NoGradGuard no_grad;
-  contract_->reset(settings_, state_);
+  if (contract_->reset) contract_->reset(settings_, state_);
 }
 
 at::Tensor FamilyBiasImpl::bias(int64_t q_len, int64_t k_len) {
@@ -52,6 +62,39 @@ void FamilyBiasImpl::pretty_print(std::ostream& stream) const {
 }
 
 at::Tensor FamilyBiasImpl::call(std::string_view method, const MethodCall& arguments) const {
+  return contract_->call(method, settings_, state_, arguments);
+}
+
+// ---------------------------------------------------------------------------
+// FamilyTransform
+
+FamilyTransformImpl::FamilyTransformImpl(std::string_view module, const FamilySettings& settings)
+    : FamilyTransformImpl(family_contract(module), family_contract(module).complete(settings)) {}
+
+FamilyTransformImpl::FamilyTransformImpl(const FamilyContract& contract, FamilySettings settings)
+    : torch::nn::Module(contract.module), contract_(&contract), settings_(std::move(settings)) {
+  TORCH_CHECK_VALUE(contract.rotate, "[", contract.module, "] acts at the ", contract.point(),
+                    " point: hold it in a FamilyBias");
+  state_ = registered_state(*this, contract, settings_);
+}
+
+void FamilyTransformImpl::reset_parameters() {
+  at::NoGradGuard no_grad;
+  if (contract_->reset) contract_->reset(settings_, state_);
+}
+
+std::vector<at::Tensor> FamilyTransformImpl::rotate(const std::vector<at::Tensor>& inputs,
+                                                    const std::optional<at::Tensor>& positions) {
+  TORCH_CHECK_VALUE(inputs.size() == contract_->rotate_inputs.size(), "[", name(), "] takes ",
+                    contract_->rotate_inputs.size(), " inputs, got ", inputs.size());
+  return contract_->rotate(settings_, state_, RotateCall{inputs, positions});
+}
+
+void FamilyTransformImpl::pretty_print(std::ostream& stream) const {
+  stream << "posenc::nn::" << contract_->module << "(" << contract_->describe(settings_) << ")";
+}
+
+at::Tensor FamilyTransformImpl::call(std::string_view method, const MethodCall& arguments) const {
   return contract_->call(method, settings_, state_, arguments);
 }
 

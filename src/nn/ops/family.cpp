@@ -28,6 +28,8 @@ const char* type_word(SettingType type) {
     case SettingType::kReal: return "float";
     case SettingType::kWord: return "str";
     case SettingType::kTensor: return "tensor";
+    case SettingType::kIntegers: return "ints";
+    case SettingType::kMapping: return "mapping";
   }
   return "?";
 }
@@ -37,6 +39,7 @@ nlohmann::ordered_json value_json(const SettingValue& value) {
       [](const auto& v) -> nlohmann::ordered_json {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, std::monostate>) return nullptr;
+        else if constexpr (std::is_same_v<V, SettingJson>) return nlohmann::ordered_json::parse(v.text);
         else return v;
       },
       value);
@@ -68,7 +71,7 @@ std::string catalog() {
     std::vector<std::string> families, adopted;
     nlohmann::ordered_json method_list = nlohmann::ordered_json::array();
     for (const FamilyContract::Method& m : c->methods) {
-      method_list.push_back({{"name", m.name}, {"arguments", m.arguments}});
+      method_list.push_back({{"name", m.name}, {"arguments", m.arguments}, {"property", m.property}, {"outputs", m.outputs}});
     }
     for (const auto& [name, fn] : c->adopted) adopted.push_back(name);
     for (const EncodingFamily& f : encoding_families()) {
@@ -76,10 +79,14 @@ std::string catalog() {
     }
     out.push_back({{"module", c->module},
                    {"summary", c->summary},
-                   {"point", "logit bias"},
+                   {"point", c->point()},
                    {"settings", std::move(settings)},
                    {"state", std::move(state)},
-                   {"forward", c->dense_qk ? "queries_keys" : "lengths"},
+                   {"forward", c->rotate ? "rotate" : c->dense_qk ? "queries_keys" : "lengths"},
+                   {"rotate_inputs", c->rotate_inputs},
+                   {"positions", {{"name", c->positions_argument},
+                                  {"optional", c->positions_optional},
+                                  {"count", c->positions_count}}},
                    {"methods", std::move(method_list)},
                    {"keywords", static_cast<bool>(c->keywords)},
                    {"adopted", adopted},
@@ -195,13 +202,34 @@ std::string pretrained(c10::string_view module, const at::Tensor& weight, c10::s
 }
 
 at::Tensor call(c10::string_view module, c10::string_view text, at::TensorList state, c10::string_view method,
-                int64_t q_len, int64_t k_len, c10::optional<at::ScalarType> dtype) {
+                int64_t q_len, int64_t k_len, c10::optional<at::ScalarType> dtype,
+                const c10::optional<at::Tensor>& positions) {
   const FamilyContract& c = contract_of(module);
   const FamilySettings s = settings_of(text);
   MethodCall arguments;
   arguments.q_len = q_len, arguments.k_len = k_len;
   if (dtype) arguments.dtype = *dtype;
+  if (detail::given(positions)) arguments.positions = *positions;
   return c.call(to_std(method), s, checked_state(c, s, state), arguments);
+}
+
+// The query/key point: one tensor out per input (q and k, or q alone).
+std::vector<at::Tensor> rotate(c10::string_view module, c10::string_view text, at::TensorList state,
+                               at::TensorList inputs, const c10::optional<at::Tensor>& positions) {
+  const FamilyContract& c = contract_of(module);
+  const FamilySettings s = settings_of(text);
+  TORCH_CHECK_VALUE(c.rotate, "[", c.module, "] acts at the ", c.point(), " point, not at the query/key point");
+  TORCH_CHECK_VALUE(inputs.size() == c.rotate_inputs.size(), "[", c.module, "] takes ", c.rotate_inputs.size(),
+                    " inputs, got ", inputs.size());
+  RotateCall call;
+  call.inputs.assign(inputs.begin(), inputs.end());
+  if (detail::given(positions)) call.positions = *positions;
+  return c.rotate(s, checked_state(c, s, state), call);
+}
+
+// The repr's arguments, in Python's words (True / False).
+std::string describe(c10::string_view module, c10::string_view text) {
+  return contract_of(module).describe(settings_of(text), "True", "False");
 }
 
 }  // namespace
@@ -213,6 +241,7 @@ TORCH_LIBRARY_IMPL(posenc, CompositeExplicitAutograd, m) {
   m.impl("family_preset", &preset);
   m.impl("family_init", &init);
   m.impl("family_keyword_names", &keyword_names);
+  m.impl("family_describe", &describe);
 }
 
 TORCH_LIBRARY_IMPL(posenc, CompositeImplicitAutograd, m) {
@@ -221,6 +250,7 @@ TORCH_LIBRARY_IMPL(posenc, CompositeImplicitAutograd, m) {
   m.impl("family_dense_qk", &dense_qk);
   m.impl("family_terms", &terms);
   m.impl("family_call", &call);
+  m.impl("family_rotate", &rotate);
   m.impl("family_keywords", &keywords);
   m.impl("family_adopt", &adopt);
   m.impl("family_pretrained", &pretrained);

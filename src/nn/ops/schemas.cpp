@@ -365,7 +365,10 @@ TORCH_LIBRARY(posenc, m) {
   m.def("family_terms(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType compute) "
         "-> (Tensor[], " POSENC_TERM_SPEC ")");
   m.def("family_call(str module, str settings, Tensor[] state, str method, int q_len=0, int k_len=0, "
-        "ScalarType? dtype=None) -> Tensor");
+        "ScalarType? dtype=None, Tensor? positions=None) -> Tensor");
+  m.def("family_rotate(str module, str settings, Tensor[] state, Tensor[] inputs, Tensor? positions=None) "
+        "-> Tensor[]");
+  m.def("family_describe(str module, str settings) -> str");
   m.def("family_keyword_names(str module, str settings) -> str");
   m.def("family_keywords(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType dtype) "
         "-> Tensor[]");
