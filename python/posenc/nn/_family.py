@@ -237,6 +237,15 @@ def _rotate(self, *args, **kwargs):
     return tuple(out) if len(out) > 1 else out[0]
 
 
+def _rotate_forward(signature):
+    def forward(self, *args, **kwargs):
+        return _rotate(self, *args, **kwargs)
+    forward.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                                               *signature.parameters.values()])
+    forward.__doc__ = "The query/key point: the inputs transformed at their positions (one tensor per input)."
+    return forward
+
+
 def _rotate_signature(contract):
     parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in contract["rotate_inputs"]]
     positions = contract["positions"]
@@ -312,6 +321,7 @@ def generate(module_name):
         }
         if contract["forward"] == "rotate":
             namespace["_forward_signature"] = _rotate_signature(contract)
+            namespace["forward"] = _rotate_forward(namespace["_forward_signature"])
         for method in contract["methods"]:
             namespace[method["name"]] = _method(method)
         classes[contract["module"]] = type(contract["module"], (FamilyModule,), namespace)
