@@ -1,6 +1,7 @@
 #include "posenc/nn/runtime_info.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <torch/version.h>

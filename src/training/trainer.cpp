@@ -28,6 +28,7 @@
 #include "posenc/error.h"
 #include "posenc/io/directory_lock.h"
 #include "posenc/kernels/build_info.h"
+#include "posenc/nn/torch_compat.h"
 #include "posenc/training/checkpoint.h"
 #include "posenc/training/data_parallel.h"
 #include "run_identity.h"
@@ -174,7 +175,7 @@ void cut_throughput(const fs::path& path, int64_t step) {
 void save_optimizer(torch::serialize::OutputArchive& archive, torch::optim::AdamW& optimizer) {
   const std::vector<at::Tensor>& params = optimizer.param_groups().at(0).params();
   for (size_t i = 0; i < params.size(); ++i) {
-    const auto it = optimizer.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+    const auto it = optimizer.state().find(torch_compat::optimizer_state_key(optimizer.state(), params[i]));
     if (it == optimizer.state().end()) continue;  // never had a gradient (an unused head)
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
     const std::string n = std::to_string(i);
@@ -197,7 +198,7 @@ void load_optimizer(torch::serialize::InputArchive& archive, torch::optim::AdamW
     s->step(step.item<int64_t>());
     s->exp_avg(exp_avg);
     s->exp_avg_sq(exp_avg_sq);
-    optimizer.state()[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(s);
+    optimizer.state()[torch_compat::optimizer_state_key(optimizer.state(), params[i])] = std::move(s);
   }
 }
 

@@ -4,6 +4,7 @@
 // exact error messages. (Module-level checks: tests/python/test_hf_configs.py.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numbers>

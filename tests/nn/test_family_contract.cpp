@@ -97,7 +97,8 @@ TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
                      "[KerpleBias] r2 must have shape [2], got [3]");
   expect_value_error([] { family_contract("NoSuchBias"); },
                      "[family] unknown module 'NoSuchBias'; known: AlibiBias, AlibiBias2d, ContinuousPositionBias2d, "
-                     "CopeBias, DynamicPositionBias, FireBias, KerpleBias, T5Bias, T5Bias2d");
+                     "CopeBias, DynamicPositionBias, FireBias, KerpleBias, MultimodalRotaryEmbedding, QueryTemperature, "
+                     "RotaryEmbedding, RotaryEmbeddingAxial, T5Bias, T5Bias2d");
 }
 
 }  // namespace
