@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build demo test check test-cpp test-python bench clean experiments
+.PHONY: all setup configure build demo test check test-cpp test-python bench clean experiments build-torch2 test-torch2
 
 all: build
 
@@ -55,6 +55,23 @@ test-cpp:
 test-python:
 	cd python && POSENC_LIBRARY=$(abspath $(BUILD))/lib/libposenc_nn.so \
 	  POSENC_CLI=$(abspath $(BUILD))/bin/posenc $(PYTHON) -m pytest -q -n $(JOBS) --dist loadfile ../tests/python
+
+# PyTorch 2 beside Debian 12's torch 1.13: posenc built against Debian 13's torch 2.6 in a root made from
+# Debian's packages alone (scripts/torch2-root, under $(BUILD)), its ctest and the whole Python suite run
+# there; scripts/torch2-run CMD runs any command in that root with that build importable.
+TORCH2_ROOT = $(BUILD)/torch2-root
+TORCH2_BUILD = $(BUILD)/torch2
+TORCH2_RUN = POSENC_TORCH2_ROOT=$(abspath $(TORCH2_ROOT)) POSENC_TORCH2_BUILD=$(abspath $(TORCH2_BUILD)) scripts/torch2-run
+
+build-torch2: setup
+	bash scripts/torch2-root $(TORCH2_ROOT)
+	$(TORCH2_RUN) cmake -S . -B $(TORCH2_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_BUILD_BENCH=OFF \
+	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache $(CMAKE_FLAGS)
+	$(TORCH2_RUN) cmake --build $(TORCH2_BUILD) -j $(JOBS)
+
+test-torch2: build-torch2
+	$(TORCH2_RUN) ctest --test-dir $(TORCH2_BUILD) --output-on-failure -j $(JOBS)
+	$(TORCH2_RUN) $(MAKE) --no-print-directory test-python BUILD=$(TORCH2_BUILD)
 
 # The experiment suites on real text (docs/experiments.md): hours on 2 cores,
 # resumable: run it again after an interruption and it continues.

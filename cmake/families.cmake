@@ -13,6 +13,8 @@ macro(posenc_family name)
   list(APPEND POSENC_FAMILY_NN_SOURCES families/${name}.cpp)
 endmacro()
 
+posenc_family(sinusoidal)  # its kernels: the shared sinusoidal*.cpp
+posenc_family(learned)
 posenc_family(rope)     # its kernels: the shared rope*.cpp
 posenc_family(mrope)    # axial RoPE and M-RoPE, on the shared rope kernels
 posenc_family(query_temperature)

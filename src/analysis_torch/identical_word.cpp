@@ -16,6 +16,7 @@
 #include "posenc/analysis/identical_word.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/library.h>
 #include <torch/utils.h>
 

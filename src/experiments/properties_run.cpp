@@ -1,4 +1,5 @@
 // One run of the properties suite: pretraining, probes, fine-tuning, result.json.
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 #include <torch/utils.h>
 

@@ -1,5 +1,6 @@
 // Identical-word attention through the torch layer (posenc::nn).
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/utils.h>
 
 #include <algorithm>

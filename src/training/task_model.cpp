@@ -1,5 +1,6 @@
 // TaskModel: the task's encoder or decoder, its score, and fine-tuning's
 // initialisation from a pretrained run.
+#include <ATen/core/grad_mode.h>
 #include <torch/utils.h>
 
 #include <string>

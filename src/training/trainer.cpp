@@ -1,6 +1,7 @@
 #include "posenc/training/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <fcntl.h>

@@ -11,6 +11,7 @@
 //    than asked);
 //  * bad input: exact messages.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -7,6 +7,7 @@
 // T5's table). The reference runs on torch's autograd, so it also gives the
 // expected gradient of x and of every parameter.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/utils.h>

@@ -6,6 +6,7 @@
 // term as a dense bias (outputs and gradients of q, k, v and e; causal,
 // Tq != Tk, key padding), and the refusals word for word.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 

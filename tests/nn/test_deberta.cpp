@@ -6,6 +6,7 @@
 // q, k, v and every parameter, causal, Tq != Tk, key padding; share_att_key
 // through MultiheadAttention's projections; the refusals word for word.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 

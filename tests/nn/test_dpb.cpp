@@ -7,6 +7,7 @@
 // properties (a function of the offset alone; log distance odd, monotone), and
 // the refusals word for word. torch.autograd.gradcheck itself: tests/python/test_dpb.py.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 

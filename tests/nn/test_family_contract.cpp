@@ -14,6 +14,9 @@
 #include "posenc/nn/family_module.h"
 #include "posenc/nn/fire_bias.h"
 #include "posenc/nn/kerple_bias.h"
+#include "posenc/nn/learned_encoding.h"
+#include "posenc/nn/ops.h"
+#include "posenc/nn/sinusoidal_grid_encoding.h"
 #include "reference.h"
 
 namespace posenc::nn::test {
@@ -75,6 +78,35 @@ TEST(FamilyContract, CatalogOfContracts) {
             "num_heads=2, hidden=32, init_c=0.1, init_L=512");
 }
 
+TEST(FamilyContract, TheInputHolderByNameIsTheTypedModule) {
+  torch::manual_seed(3);
+  LearnedEncoding typed(LearnedEncodingOptions(6, 4).mode(InputMode::kConcat));
+  torch::manual_seed(3);
+  FamilyInput held("LearnedEncoding", FamilySettings().set("max_positions", int64_t{6}).set("dim", int64_t{4}),
+                   InputMode::kConcat);
+  EXPECT_EQ(family_contract("LearnedEncoding").point(), "input");
+  EXPECT_TRUE(at::equal(typed->table(), held->tensor("table")));
+  EXPECT_EQ(held->named_parameters().keys(), std::vector<std::string>{"table"});
+  const at::Tensor x = at::randn({2, 3, 5});
+  EXPECT_TRUE(at::equal(typed->forward(x, 2), held->forward(x, 2)));
+  EXPECT_TRUE(at::equal(held->forward(x, 2).narrow(-1, 5, 4)[1], typed->table().narrow(0, 2, 3)));
+
+  // A grid family: its sizes fixed by the front end, every cell or some rows.
+  SinusoidalEncoding2d grid(SinusoidalEncoding2dOptions(2, 3, 8));
+  kernels::SinusoidalGridParams p;
+  p.height = 2, p.width = 3, p.dim = 8;
+  EXPECT_TRUE(at::equal(grid->grid(at::kDouble), ops::sinusoidal_2d(p, at::kDouble)));
+  EmbedCall rows;
+  rows.positions = at::tensor({5, 0}, at::kLong), rows.dtype = at::kDouble;
+  EXPECT_TRUE(at::equal(grid->embed(rows), ops::sinusoidal_2d(p, at::kDouble).index_select(0, *rows.positions)));
+  expect_value_error([] { FamilyInput("SinusoidalEncoding2d", FamilySettings().set("dim", int64_t{8})); },
+                     "[SinusoidalEncoding2d] takes 2 grid sizes, got 0");
+  expect_value_error([] { FamilyInput("KerpleBias", FamilySettings().set("num_heads", int64_t{2})); },
+                     "[KerpleBias] acts at the logit bias point, not at the input");
+  expect_value_error([&] { grid->forward(at::zeros({7, 8})); },
+                     "[SinusoidalEncoding2d] cells 0..6 must lie in the grid of 6 cells (0..5)");
+}
+
 TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
   const FamilyContract& kerple = family_contract("KerpleBias");
   expect_value_error([&] { kerple.complete(FamilySettings().set("num_heads", int64_t{2}).set("rank", int64_t{3})); },
@@ -97,8 +129,9 @@ TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
                      "[KerpleBias] r2 must have shape [2], got [3]");
   expect_value_error([] { family_contract("NoSuchBias"); },
                      "[family] unknown module 'NoSuchBias'; known: AlibiBias, AlibiBias2d, ContinuousPositionBias2d, "
-                     "CopeBias, DynamicPositionBias, FireBias, KerpleBias, MultimodalRotaryEmbedding, QueryTemperature, "
-                     "RotaryEmbedding, RotaryEmbeddingAxial, T5Bias, T5Bias2d");
+                     "CopeBias, DynamicPositionBias, FireBias, KerpleBias, LearnableSinusoidalEncoding, LearnedEncoding, "
+                     "MultimodalRotaryEmbedding, QueryTemperature, RotaryEmbedding, RotaryEmbeddingAxial, "
+                     "SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, T5Bias, T5Bias2d");
 }
 
 }  // namespace

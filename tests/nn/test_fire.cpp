@@ -6,6 +6,7 @@
 // parameter; causal, Tq != Tk, key padding), the authors' initialisation,
 // interpolation and monotonicity properties, and the refusals word for word.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 

@@ -4,6 +4,7 @@
 // plain bias, values and gradients of r1 and r2; the registry's names. The
 // op's gradcheck is in tests/python/test_kerple.py.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 

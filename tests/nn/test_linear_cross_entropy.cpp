@@ -5,6 +5,7 @@
 #include "posenc/nn/linear_cross_entropy.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 #include <torch/autograd.h>

@@ -3,6 +3,7 @@
 // independent sinusoidal table), the causal decoder never looking ahead, the
 // learned table's limit, first_layer_attention, option and token errors.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 

@@ -126,3 +126,30 @@ def test_generated_classes_keep_their_families_extras():
     assert pnn.ContinuousPositionBias2d(2, 2, 3, hidden=8).grid(torch.float64).dtype == torch.float64
     with pytest.raises(ValueError, match=r"^\[KerpleBias\] eps must be in \(0, 1\], got nan$"):
         pnn.KerpleBias(2, eps=float("nan"))
+
+
+def test_input_point_is_generated_with_the_modules_names_and_dtypes():
+    assert MODULES["LearnedEncoding"]["point"] == "input"
+    assert str(inspect.signature(pnn.SinusoidalEncoding2d)) == (
+        "(dim, *, base=10000.0, layout='interleaved', precision='exact', scale=1.0, normalize=False, "
+        "normalize_scale=6.283185307179586)")
+    assert str(inspect.signature(pnn.SinusoidalEncoding3d.forward)) == "(self, frames, height, width)"
+    assert str(inspect.signature(pnn.LearnedEncoding.forward)) == "(self, positions)"
+    torch.manual_seed(4)
+    m = pnn.LearnedEncoding(6, 4)
+    torch.manual_seed(4)
+    assert torch.equal(m.weight.detach(), torch.empty(6, 4).normal_(0.0, 0.02))
+    assert list(m.state_dict()) == ["weight"] and repr(m) == "LearnedEncoding(max_positions=6, dim=4, init_std=0.02)"
+    assert torch.equal(m(3), m.weight[:3]) and m(torch.tensor([[5, 0]])).shape == (1, 2, 4)
+    traced = torch.jit.trace(m, (torch.tensor([0, 2]),))
+    assert torch.equal(traced(torch.tensor([1, 5])), m.weight[[1, 5]])
+    m(torch.tensor([2, 2])).sum().backward()
+    assert torch.equal(m.weight.grad[2], torch.full((4,), 2.0)) and float(m.weight.grad.sum()) == 8.0
+    fixed = pnn.SinusoidalEncoding(8)
+    assert list(fixed.state_dict()) == [] and fixed(3).dtype == torch.float32
+    assert copy.deepcopy(fixed).double()(3).dtype == torch.float64
+    assert torch.equal(fixed(torch.tensor([0, 1, 2])), fixed(3))
+    frozen = pnn.LearnedEncoding.from_pretrained_weight(torch.randn(5, 2, dtype=torch.float64), freeze=True)
+    assert frozen.weight.dtype == torch.float64 and not frozen.weight.requires_grad and frozen.max_positions == 5
+    with pytest.raises(ValueError, match=r"^\[learned\] position 6 is outside the table of 6 rows \(valid 0\.\.5\)"):
+        m(torch.tensor([6]))

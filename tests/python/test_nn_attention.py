@@ -313,7 +313,7 @@ def test_parse_errors_are_the_cli_parsers(name, tmp_path):
      "query/key, logit bias or relative vectors module"),
     (dict(dim=16, num_heads=4, encoding="learned+alibi"), ValueError,
      "[MultiheadAttention] 'learned' is an input encoding (added to the token embeddings before the first layer, "
-     "see posenc.nn.absolute); encoding takes query/key, logit bias and relative vectors encodings"),
+     "as posenc.nn.LearnedEncoding); encoding takes query/key, logit bias and relative vectors encodings"),
     (dict(dim=15, num_heads=5, encoding="rope"), ValueError, "[encoding] rope needs an even head_dim, got 3"),
 ])
 def test_constructor_errors(kwargs, error, message):

@@ -13,6 +13,7 @@
 //   dense      the logit-bias point's term as one tensor, [H, q_len, k_len]
 //   terms      the same term for the fused attention (offset rows, a tile, ...)
 //   rotate     the query/key point: q and k (or q alone) transformed by position (RoPE, M-RoPE, temperature)
+//   embed      the input point: a vector per position, or per cell of a grid (sinusoidal, learned, 2D/3D)
 //   methods    named functions of the state (FIRE's threshold, KERPLE's projection)
 //
 // A family registers its contract in its file (src/nn/families/<name>.cpp) with one namespace-scope
@@ -57,7 +58,7 @@ struct SettingSpec {
   std::string name;
   SettingType type = SettingType::kReal;
   SettingValue default_value;      // monostate: required when positional, else an optional left unset
-  std::vector<std::string> words;  // kWord: the admissible values, in the order messages list them
+  std::vector<std::string> words;  // kWord: the admissible values, in the order messages list them (none: any)
   std::string meaning;             // one line for the docstring
   bool positional = false;         // before the `*` in Python (num_heads, head_dim)
   std::optional<int64_t> minimum;  // kInteger: checked by the holder, "[Name] hidden must be >= 1, got 0"
@@ -101,10 +102,13 @@ class FamilySettings {
 
 // One tensor a module owns: a parameter, or a buffer (persistent: in the state_dict); `when` names a
 // flag setting without which the module has no such tensor (DPB's norm_weight: "norm").
+// python_name: the Python module's attribute when torch's convention names it otherwise
+// (LearnedEncoding's table is `weight` there, as nn.Embedding and Hugging Face name it).
 struct StateSpec {
   std::string name;
   bool parameter = true;
   std::string when = {};
+  std::string python_name = {};
 };
 
 // The tensors of one module, in the contract's state order; an absent one (`when` false) is undefined.
@@ -124,6 +128,16 @@ struct MethodCall {
 struct RotateCall {
   std::vector<at::Tensor> inputs;
   std::optional<at::Tensor> positions;
+};
+
+// The input point's call: the rows at `positions` (any shape S: S + [dim]), else rows start .. start+count-1,
+// else (a grid family) every cell of the grid `sizes`; in `dtype`.
+struct EmbedCall {
+  std::vector<int64_t> sizes;
+  std::optional<at::Tensor> positions;
+  int64_t start = 0;
+  std::optional<int64_t> count;
+  at::ScalarType dtype = at::kFloat;
 };
 
 // posenc.attention keywords, as far as the settings fix them: the names of the tensors (in the order
@@ -161,6 +175,10 @@ struct FamilyContract {
   bool positions_optional = false;
   bool positions_count = false;
   std::function<std::vector<at::Tensor>(const FamilySettings&, const FamilyState&, const RotateCall&)> rotate;
+  // The input point. embed_sizes: a grid family's size arguments ({"height", "width"}: forward(height, width)
+  // -> [height*width, dim], row-major); empty: forward(positions), an int N standing for 0 .. N-1.
+  std::vector<std::string> embed_sizes;
+  std::function<at::Tensor(const FamilySettings&, const FamilyState&, const EmbedCall&)> embed;
   // posenc.attention's documented keywords for this term (Python's attention_kwargs), when the family
   // has its own ({"t5_table": table, "t5_num_buckets": 32, ...}): the names and plain values (from the
   // settings alone, so the Python holder reads them once, outside any trace) and the tensors per call.
@@ -208,7 +226,7 @@ struct FamilyContract {
   // "num_heads=4, kind=log, causal=false" (bools as `true_word` / `false_word`: Python writes True).
   std::string describe(const FamilySettings& settings, const char* true_word = "true",
                        const char* false_word = "false") const;
-  // "logit bias", "query/key" or "query" (a transform of q alone): the point its functions serve.
+  // "input", "logit bias", "query/key" or "query" (a transform of q alone): the point its functions serve.
   std::string point() const;
   // Whether the tensor `entry` of the state exists for these settings.
   bool present(const FamilySettings& settings, const StateSpec& entry) const;

@@ -1,11 +1,12 @@
 // The C++ holders of the families on the contract (family_contract.h), one
 // per point: the tensors a contract names, registered as parameters and
 // buffers under those names, and the contract's functions applied to them.
-// FamilyBias holds a logit-bias family, FamilyTransform a query/key one. The
+// FamilyBias holds a logit-bias family, FamilyTransform a query/key one,
+// FamilyInput an input one (an InputEncoding: added to or concatenated with x). The
 // public classes (KerpleBias, FireBias, RotaryEmbedding, QueryTemperature, ...)
 // are typed front ends that turn their options into settings;
-// FamilyBias(module, settings) / FamilyTransform(module, settings) build any
-// registered one.
+// FamilyBias(module, settings) / FamilyTransform(module, settings) /
+// FamilyInput(module, settings) build any registered one.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -21,6 +22,7 @@
 
 #include "posenc/nn/attention_bias.h"
 #include "posenc/nn/family_contract.h"
+#include "posenc/nn/input_encoding.h"
 
 namespace posenc::nn {
 
@@ -81,5 +83,34 @@ class FamilyTransformImpl : public torch::nn::Module {
 };
 
 TORCH_MODULE(FamilyTransform);
+
+class FamilyInputImpl : public InputEncodingImpl {
+ public:
+  // `grid`: a grid family's sizes ({height, width} or {frames, height, width}), fixed for the module; its
+  // cells are the positions.
+  FamilyInputImpl(std::string_view module, const FamilySettings& settings, InputMode mode = InputMode::kAdd,
+                  std::vector<int64_t> grid = {});
+  void reset_parameters();
+  // contract.embed: positions start .. start+count-1 (cells of the grid), or the positions given.
+  at::Tensor encode_range(int64_t start, int64_t count, at::ScalarType compute) override;
+  at::Tensor encode(const at::Tensor& positions, at::ScalarType compute) override;
+  // contract.embed with this module's state (a grid family reads `sizes`).
+  at::Tensor embed(const EmbedCall& call) const;
+  void pretty_print(std::ostream& stream) const override;
+  const FamilyContract& contract() const noexcept { return *contract_; }
+  const FamilySettings& settings() const noexcept { return settings_; }
+  const FamilyState& state() const noexcept { return state_; }
+  const at::Tensor& tensor(std::string_view name) const { return contract_->tensor(state_, name); }
+  const std::vector<int64_t>& grid_sizes() const noexcept { return grid_; }
+
+ private:
+  FamilyInputImpl(const FamilyContract& contract, FamilySettings settings, InputMode mode, std::vector<int64_t> grid);
+  const FamilyContract* contract_;
+  FamilySettings settings_;
+  FamilyState state_;
+  std::vector<int64_t> grid_;
+};
+
+TORCH_MODULE(FamilyInput);
 
 }  // namespace posenc::nn

@@ -9,7 +9,7 @@
 #include <ostream>
 
 #include "posenc/kernels/sinusoidal.h"
-#include "posenc/nn/input_encoding.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -22,23 +22,20 @@ struct LearnableSinusoidalEncodingOptions {
   TORCH_ARG(InputMode, mode) = InputMode::kAdd;
 };
 
-class LearnableSinusoidalEncodingImpl : public InputEncodingImpl {
+// The front end of the LearnableSinusoidalEncoding contract (src/nn/families/learned.cpp);
+// reset_parameters() sets omega back to base^(-2i/dim).
+class LearnableSinusoidalEncodingImpl : public FamilyInputImpl {
  public:
   explicit LearnableSinusoidalEncodingImpl(const LearnableSinusoidalEncodingOptions& options);
 
-  // Sets omega back to base^(-2i/dim).
-  void reset_parameters();
-  at::Tensor encode_range(int64_t start, int64_t count, at::ScalarType compute) override;
-  at::Tensor encode(const at::Tensor& positions, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const LearnableSinusoidalEncodingOptions& options() const noexcept { return options_; }
   // (dim/2), float32, a registered parameter named "omega".
-  const at::Tensor& omega() const noexcept { return omega_; }
+  const at::Tensor& omega() const { return tensor("omega"); }
 
  private:
   LearnableSinusoidalEncodingOptions options_;
-  at::Tensor omega_;
 };
 
 TORCH_MODULE(LearnableSinusoidalEncoding);

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <ostream>
 
-#include "posenc/nn/input_encoding.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -22,23 +22,20 @@ struct LearnedEncodingOptions {
   TORCH_ARG(InputMode, mode) = InputMode::kAdd;
 };
 
-class LearnedEncodingImpl : public InputEncodingImpl {
+// The front end of the LearnedEncoding contract (src/nn/families/learned.cpp); reset_parameters()
+// draws the table again from N(0, init_std^2).
+class LearnedEncodingImpl : public FamilyInputImpl {
  public:
   explicit LearnedEncodingImpl(const LearnedEncodingOptions& options);
 
-  // Draws the table again from N(0, init_std^2).
-  void reset_parameters();
-  at::Tensor encode_range(int64_t start, int64_t count, at::ScalarType compute) override;
-  at::Tensor encode(const at::Tensor& positions, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const LearnedEncodingOptions& options() const noexcept { return options_; }
   // (max_positions, dim), a registered parameter named "table".
-  const at::Tensor& table() const noexcept { return table_; }
+  const at::Tensor& table() const { return tensor("table"); }
 
  private:
   LearnedEncodingOptions options_;
-  at::Tensor table_;
 };
 
 TORCH_MODULE(LearnedEncoding);

@@ -9,7 +9,7 @@
 #include <ostream>
 
 #include "posenc/kernels/sinusoidal.h"
-#include "posenc/nn/input_encoding.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -23,20 +23,18 @@ struct SinusoidalEncodingOptions {
   TORCH_ARG(InputMode, mode) = InputMode::kAdd;
 };
 
-class SinusoidalEncodingImpl : public InputEncodingImpl {
+// The front end of the SinusoidalEncoding contract (src/nn/families/sinusoidal.cpp).
+class SinusoidalEncodingImpl : public FamilyInputImpl {
  public:
   // Throws c10::ValueError on bad options ("[sinusoidal] dim must be even, got 7").
   explicit SinusoidalEncodingImpl(const SinusoidalEncodingOptions& options);
 
-  at::Tensor encode_range(int64_t start, int64_t count, at::ScalarType compute) override;
-  at::Tensor encode(const at::Tensor& positions, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const SinusoidalEncodingOptions& options() const noexcept { return options_; }
 
  private:
   SinusoidalEncodingOptions options_;
-  kernels::SinusoidalParams params_;
 };
 
 TORCH_MODULE(SinusoidalEncoding);

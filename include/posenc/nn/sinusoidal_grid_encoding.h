@@ -12,7 +12,7 @@
 #include <ostream>
 
 #include "posenc/kernels/sinusoidal_nd.h"
-#include "posenc/nn/input_encoding.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -48,13 +48,13 @@ struct SinusoidalEncoding3dOptions {
   TORCH_ARG(InputMode, mode) = InputMode::kAdd;
 };
 
-class SinusoidalEncoding2dImpl : public InputEncodingImpl {
+// Front ends of the SinusoidalEncoding2d / 3d contracts (src/nn/families/sinusoidal.cpp), the grid
+// fixed by the options.
+class SinusoidalEncoding2dImpl : public FamilyInputImpl {
  public:
   // Throws c10::ValueError on bad options ("[sinusoidal-2d] dim must be divisible by 4 ...").
   explicit SinusoidalEncoding2dImpl(const SinusoidalEncoding2dOptions& options);
 
-  at::Tensor encode_range(int64_t start, int64_t count, at::ScalarType compute) override;
-  at::Tensor encode(const at::Tensor& positions, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const SinusoidalEncoding2dOptions& options() const noexcept { return options_; }
@@ -63,15 +63,12 @@ class SinusoidalEncoding2dImpl : public InputEncodingImpl {
 
  private:
   SinusoidalEncoding2dOptions options_;
-  kernels::SinusoidalGridParams params_;
 };
 
-class SinusoidalEncoding3dImpl : public InputEncodingImpl {
+class SinusoidalEncoding3dImpl : public FamilyInputImpl {
  public:
   explicit SinusoidalEncoding3dImpl(const SinusoidalEncoding3dOptions& options);
 
-  at::Tensor encode_range(int64_t start, int64_t count, at::ScalarType compute) override;
-  at::Tensor encode(const at::Tensor& positions, at::ScalarType compute) override;
   void pretty_print(std::ostream& stream) const override;
 
   const SinusoidalEncoding3dOptions& options() const noexcept { return options_; }
@@ -80,7 +77,6 @@ class SinusoidalEncoding3dImpl : public InputEncodingImpl {
 
  private:
   SinusoidalEncoding3dOptions options_;
-  kernels::SinusoidalGridParams params_;
 };
 
 TORCH_MODULE(SinusoidalEncoding2d);

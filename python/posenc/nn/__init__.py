@@ -1,9 +1,9 @@
 """posenc.nn: every posenc encoding as a torch.nn.Module, plus multi-head attention into which they plug.
 
-The logit biases, the rotary embeddings and the query temperature are generated from their C++ contracts
-(include/posenc/nn/family_contract.h, one holder: FamilyModule in _family.py); the input and relative-vector
-points are Python over the posenc ops, mirroring the C++ modules of include/posenc/nn/ (names of parameters,
-initialisations, error messages). ``import posenc.nn`` works after
+The input encodings, the rotary embeddings, the query temperature and the logit biases are generated from
+their C++ contracts (include/posenc/nn/family_contract.h, one holder: FamilyModule in _family.py); the
+relative-vector point is Python over the posenc ops, mirroring the C++ modules of include/posenc/nn/ (names of
+parameters, initialisations, error messages). ``import posenc.nn`` works after
 or instead of ``import posenc``; docs/python_modules.md documents them.
 
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
@@ -19,13 +19,6 @@ or instead of ``import posenc``; docs/python_modules.md documents them.
 
 import posenc  # noqa: F401  (loads the op library before the modules use torch.ops.posenc)
 
-from .absolute import (
-    LearnableSinusoidalEncoding,
-    LearnedEncoding,
-    SinusoidalEncoding,
-    SinusoidalEncoding2d,
-    SinusoidalEncoding3d,
-)
 from . import functional
 from .attention import MultiheadAttention
 from .deberta import DebertaRelative

@@ -2,11 +2,11 @@
 
 A family's contract lives once, in C++ (include/posenc/nn/family_contract.h): its settings with their
 types, defaults and meaning, the tensors it owns, its initial draws and its functions at its point (the
-logit bias's terms, the query/key point's rotation). ``FamilyModule`` keeps those tensors as this module's
-parameters and buffers, under the contract's names, and hands them to the family ops
+logit bias's terms, the query/key point's rotation, the input point's table). ``FamilyModule`` keeps those
+tensors as this module's parameters and buffers, under the contract's names, and hands them to the family ops
 (torch.ops.posenc.family_*) on every call, so autograd, ``.to(dtype)``, ``deepcopy``, ``state_dict`` and
 ``torch.jit.trace`` treat it as any module. ``generate()`` makes one class per contract (KerpleBias,
-RotaryEmbedding, QueryTemperature, ...) with its signature and docstring from the catalog; no family has
+RotaryEmbedding, LearnedEncoding, ...) with its signature and docstring from the catalog; no family has
 Python code of its own.
 """
 
@@ -101,12 +101,15 @@ class FamilyModule(nn.Module):
         present = [entry for entry in contract["state"] if not entry["when"] or self.settings[entry["when"]]]
         for entry in contract["state"]:
             if entry not in present:
-                setattr(self, entry["name"], None)  # absent for these settings (DPB's norm without norm)
+                setattr(self, entry["python_name"], None)  # absent for these settings (DPB's norm without norm)
         for entry, tensor in zip(present, _ops.family_init(name, self._settings)):
             if entry["parameter"]:
-                self.register_parameter(entry["name"], nn.Parameter(tensor))
+                self.register_parameter(entry["python_name"], nn.Parameter(tensor))
             else:
-                self.register_buffer(entry["name"], tensor)
+                self.register_buffer(entry["python_name"], tensor)
+        if contract["point"] == "input" and not present:
+            # A fixed table's dtype follows .to() through this empty buffer (float64 stays float64).
+            self.register_buffer("_anchor", torch.empty(0), persistent=False)
         for key, value in self.settings.items():
             if key not in state:
                 setattr(self, key, value)
@@ -124,9 +127,11 @@ class FamilyModule(nn.Module):
         return cls(**{k: v for k, v in settings.items() if k not in cls._contract["adopted"]})
 
     @classmethod
-    def from_pretrained_weight(cls, weight, **settings):
-        """The module holding a checkpoint's tensor (T5: HF's relative_attention_bias.weight (num_buckets,
-        num_heads), used as it is), its sizes read from the tensor's shape; settings as the constructor's."""
+    def from_pretrained_weight(cls, weight, *, freeze=False, **settings):
+        """The module holding a copy of a checkpoint's tensor, its sizes read from the tensor's shape (T5:
+        HF's relative_attention_bias.weight (num_buckets, num_heads); LearnedEncoding: GPT-2's wpe.weight or
+        BERT's embeddings.position_embeddings.weight (max_positions, dim)); freeze stops its gradient;
+        settings as the constructor's."""
         contract = cls._contract
         if not contract["pretrained"]:
             raise TypeError(f"[{contract['module']}] has no pretrained tensor")
@@ -136,15 +141,21 @@ class FamilyModule(nn.Module):
                  for key in [s["name"]] if key in settings}
         settings = _loads(_ops.family_pretrained(contract["module"], weight, _json(given)))
         module = cls(**{k: v for k, v in settings.items() if k not in contract["adopted"]})
-        setattr(module, contract["pretrained"], nn.Parameter(weight.detach().clone()))
+        entry = next(e for e in contract["state"] if e["name"] == contract["pretrained"])
+        setattr(module, entry["python_name"], nn.Parameter(weight.detach().clone(), requires_grad=not freeze))
         return module
 
     def _state(self):
         """The present tensors, in the contract's order (what the family ops take)."""
-        return [t for t in (getattr(self, entry["name"]) for entry in self._contract["state"]) if t is not None]
+        return [t for t in (getattr(self, e["python_name"]) for e in self._contract["state"]) if t is not None]
 
     def _dtype(self, dtype):
-        return self._state()[0].dtype if dtype is None else dtype
+        if dtype is not None:
+            return dtype
+        state = self._state()
+        if state:
+            return state[0].dtype
+        return torch.float64 if self._anchor.dtype == torch.float64 else torch.float32
 
     def reset_parameters(self):
         """The authors' initial draws again (torch's default generator)."""
@@ -237,21 +248,42 @@ def _rotate(self, *args, **kwargs):
     return tuple(out) if len(out) > 1 else out[0]
 
 
-def _rotate_forward(signature):
-    def forward(self, *args, **kwargs):
-        return _rotate(self, *args, **kwargs)
-    forward.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-                                               *signature.parameters.values()])
-    forward.__doc__ = "The query/key point: the inputs transformed at their positions (one tensor per input)."
-    return forward
-
-
 def _rotate_signature(contract):
     parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in contract["rotate_inputs"]]
     positions = contract["positions"]
     default = None if positions["optional"] else inspect.Parameter.empty
     parameters.append(inspect.Parameter(positions["name"], inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
     return inspect.Signature(parameters)
+
+
+def _embed(self, *args, **kwargs):
+    """The input point: the table at the positions (an int N: 0 .. N-1), or a grid family's every cell."""
+    contract = self._contract
+    call = self._forward_signature.bind(*args, **kwargs)
+    sizes = [operator.index(call.arguments[name]) for name in contract["embed_sizes"]]
+    positions, count = None, None
+    if not sizes:
+        value = call.arguments[contract["positions"]["name"]]
+        if isinstance(value, torch.Tensor):
+            positions = value
+        else:
+            count = operator.index(value)
+    return _ops.family_embed(contract["module"], self._settings, self._state(), sizes, positions, 0, count,
+                             self._dtype(None))
+
+
+def _embed_signature(contract):
+    names = contract["embed_sizes"] or [contract["positions"]["name"]]
+    return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
+
+
+def _point_forward(call, signature, doc):
+    def forward(self, *args, **kwargs):
+        return call(self, *args, **kwargs)
+    forward.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                                               *signature.parameters.values()])
+    forward.__doc__ = doc
+    return forward
 
 
 def _method(entry):
@@ -298,9 +330,10 @@ def _docstring(contract):
     for s in contract["settings"]:
         default = "" if s["required"] else " = None" if s["type"] == "tensor" else f" = {s['default']!r}"
         lines.append(f"    {s['name']} ({s['type']}{default}): {s['meaning']}")
-    lines.append("")
-    lines.append("Tensors: " + ", ".join(f"{t['name']} ({'parameter' if t['parameter'] else 'buffer'})"
-                                         for t in contract["state"]) + ".")
+    if contract["state"]:
+        lines.append("")
+        lines.append("Tensors: " + ", ".join(f"{t['python_name']} ({'parameter' if t['parameter'] else 'buffer'})"
+                                             for t in contract["state"]) + ".")
     return "\n".join(lines)
 
 
@@ -321,7 +354,12 @@ def generate(module_name):
         }
         if contract["forward"] == "rotate":
             namespace["_forward_signature"] = _rotate_signature(contract)
-            namespace["forward"] = _rotate_forward(namespace["_forward_signature"])
+            namespace["forward"] = _point_forward(_rotate, namespace["_forward_signature"], "The query/key point: "
+                                                  "the inputs transformed at their positions (one tensor per input).")
+        elif contract["forward"] == "embed":
+            namespace["_forward_signature"] = _embed_signature(contract)
+            namespace["forward"] = _point_forward(_embed, namespace["_forward_signature"], "The input point: the "
+                                                  "table's rows at the positions (or every cell of the grid).")
         for method in contract["methods"]:
             namespace[method["name"]] = _method(method)
         classes[contract["module"]] = type(contract["module"], (FamilyModule,), namespace)

@@ -73,8 +73,8 @@ def make_encodings(name, num_heads, head_dim, causal):
             fail("encoding", f"{part} needs a causal model (a decoder): {needs['causal_hint']}")
         if point == "input":
             fail("MultiheadAttention", f"'{part}' is an input encoding (added to the token embeddings before the "
-                                       "first layer, see posenc.nn.absolute); encoding takes query/key, logit bias "
-                                       "and relative vectors encodings")
+                                       "first layer, as posenc.nn.LearnedEncoding); encoding takes query/key, "
+                                       "logit bias and relative vectors encodings")
         if needs["even_head_dim"] and head_dim % 2:
             fail("encoding", f"{part} needs an even head_dim, got {head_dim}")
         if needs["even_dim"] and (num_heads * head_dim) % 2:

@@ -153,6 +153,11 @@ EncodingParameter init_std_parameter() {
   return real("init_std", &EncodingConfig::init_std, "N(0, init_std^2) initialisation", 0.0, false);
 }
 
+EncodingParameter input_scale_parameter() {
+  return real("input_scale", &EncodingConfig::input_scale, "amplitude of the sinusoids added to the embeddings", 0.0,
+              true);
+}
+
 EncodingParameter max_distance_parameter() {
   return integer("max_distance", &EncodingConfig::max_distance, "K: offsets clipped to [-K, K]", 0);
 }

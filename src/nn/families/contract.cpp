@@ -4,6 +4,7 @@
 #include "posenc/nn/family_contract.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -87,7 +88,7 @@ SettingValue typed(const FamilyContract& contract, const SettingSpec& spec, cons
     TORCH_CHECK_VALUE(v >= *spec.minimum, "[", contract.module, "] ", spec.name, " must be >= ", *spec.minimum,
                       ", got ", v);
   }
-  if (spec.type == SettingType::kWord) {
+  if (spec.type == SettingType::kWord && !spec.words.empty()) {  // no words: the family's check decides
     const std::string& v = std::get<std::string>(value);
     if (std::find(spec.words.begin(), spec.words.end(), v) == spec.words.end()) {
       std::string allowed;
@@ -349,6 +350,7 @@ at::Tensor FamilyContract::call(std::string_view name, const FamilySettings& giv
 }
 
 std::string FamilyContract::point() const {
+  if (embed) return "input";
   if (!rotate) return "logit bias";
   return rotate_inputs.size() == 1 ? "query" : "query/key";  // the query alone: QueryTemperature
 }

@@ -12,6 +12,7 @@
 #include "posenc/nn/deberta_relative.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

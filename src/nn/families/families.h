@@ -17,7 +17,7 @@ namespace posenc::nn::families {
 // A file that defines families registers them at load time with one
 // namespace-scope `const Registration registered(rank, add);`, so adding a
 // family edits no list. add appends the file's families; rank orders the
-// files in `posenc encodings` (ascending, each rank once; none 10, input 20,
+// files in `posenc encodings` (ascending, each rank once; none 10, input 20-21,
 // query/key 30, logit bias 40-80, relative vectors 90-100).
 using AddFamilies = void (*)(std::vector<EncodingFamily>&);
 struct Registration {
@@ -66,5 +66,6 @@ inline void accumulate(at::Tensor& slot, const at::Tensor& value) { slot = slot.
 EncodingParameter base_parameter(std::string meaning);  // "base", > 0
 EncodingParameter init_std_parameter();                 // "init_std", >= 0
 EncodingParameter max_distance_parameter();             // "max_distance", >= 0
+EncodingParameter input_scale_parameter();              // "input_scale", > 0: the sinusoids' amplitude
 
 }  // namespace posenc::nn::families

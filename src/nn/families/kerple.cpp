@@ -16,6 +16,7 @@
 #include "posenc/nn/kerple_bias.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <cmath>
 #include <limits>

@@ -1,8 +1,9 @@
-// The logit-bias holder (posenc/nn/family_module.h): every call goes through
-// the family's contract, so no family writes a module body of its own.
+// The holders of the contracts (posenc/nn/family_module.h): every call goes
+// through the family's contract, so no family writes a module body of its own.
 #include "posenc/nn/family_module.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <ostream>
 #include <string>
@@ -96,6 +97,62 @@ void FamilyTransformImpl::pretty_print(std::ostream& stream) const {
 
 at::Tensor FamilyTransformImpl::call(std::string_view method, const MethodCall& arguments) const {
   return contract_->call(method, settings_, state_, arguments);
+}
+
+// ---------------------------------------------------------------------------
+// FamilyInput
+
+namespace {
+
+const FamilyContract& input_contract(std::string_view module) {
+  const FamilyContract& contract = family_contract(module);
+  TORCH_CHECK_VALUE(contract.embed, "[", contract.module, "] acts at the ", contract.point(),
+                    " point, not at the input");
+  return contract;
+}
+
+}  // namespace
+
+FamilyInputImpl::FamilyInputImpl(std::string_view module, const FamilySettings& settings, InputMode mode,
+                                 std::vector<int64_t> grid)
+    : FamilyInputImpl(input_contract(module), input_contract(module).complete(settings), mode, std::move(grid)) {}
+
+FamilyInputImpl::FamilyInputImpl(const FamilyContract& contract, FamilySettings settings, InputMode mode,
+                                 std::vector<int64_t> grid)
+    : InputEncodingImpl(contract.module, settings.integer("dim"), mode),
+      contract_(&contract),
+      settings_(std::move(settings)),
+      grid_(std::move(grid)) {
+  TORCH_CHECK_VALUE(grid_.size() == contract.embed_sizes.size(), "[", contract.module, "] takes ",
+                    contract.embed_sizes.size(), " grid sizes, got ", grid_.size());
+  state_ = registered_state(*this, contract, settings_);
+}
+
+void FamilyInputImpl::reset_parameters() {
+  at::NoGradGuard no_grad;
+  if (contract_->reset) contract_->reset(settings_, state_);
+}
+
+at::Tensor FamilyInputImpl::embed(const EmbedCall& call) const {
+  EmbedCall with_grid = call;
+  if (!grid_.empty()) with_grid.sizes = grid_;
+  return contract_->embed(settings_, state_, with_grid);
+}
+
+at::Tensor FamilyInputImpl::encode_range(int64_t start, int64_t count, at::ScalarType compute) {
+  EmbedCall call;
+  call.start = start, call.count = count, call.dtype = compute;
+  return embed(call);
+}
+
+at::Tensor FamilyInputImpl::encode(const at::Tensor& positions, at::ScalarType compute) {
+  EmbedCall call;
+  call.positions = positions, call.dtype = compute;
+  return embed(call);
+}
+
+void FamilyInputImpl::pretty_print(std::ostream& stream) const {
+  stream << "posenc::nn::" << contract_->module << "(" << contract_->describe(settings_) << ")";
 }
 
 }  // namespace posenc::nn

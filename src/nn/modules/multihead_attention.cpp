@@ -5,6 +5,7 @@
 #include "posenc/nn/multihead_attention.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/init.h>
 
 #include <cmath>

@@ -6,6 +6,7 @@
 #include "posenc/nn/relative_encodings.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cmath>

@@ -4,6 +4,7 @@
 // CompositeImplicitAutograd: the family's functions call differentiable ops,
 // so autograd (and the tracer) see through them.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/library.h>
 
 #include <nlohmann/json.hpp>
@@ -46,7 +47,8 @@ nlohmann::ordered_json value_json(const SettingValue& value) {
 }
 
 // [{"module", "summary", "settings": [{"name", "type", "default", "required", "words", "meaning",
-//   "positional", "minimum"}], "state": [{"name", "parameter"}], "forward": "lengths" | "queries_keys",
+//   "positional", "minimum"}], "state": [{"name", "parameter", "when", "python_name"}],
+//   "forward": "lengths" | "queries_keys" | "rotate" | "embed", "embed_sizes" (a grid's size arguments),
 //   "methods", "keywords" (own posenc.attention keywords), "adopted" (tensors the caller may give),
 //   "pretrained" (the state entry from_pretrained_weight fills, or ""), "shown", "point",
 //   "families": [registry names built by this module]}]
@@ -66,7 +68,10 @@ std::string catalog() {
     }
     nlohmann::ordered_json state = nlohmann::ordered_json::array();
     for (const StateSpec& t : c->state) {
-      state.push_back({{"name", t.name}, {"parameter", t.parameter}, {"when", t.when}});
+      state.push_back({{"name", t.name},
+                       {"parameter", t.parameter},
+                       {"when", t.when},
+                       {"python_name", t.python_name.empty() ? t.name : t.python_name}});
     }
     std::vector<std::string> families, adopted;
     nlohmann::ordered_json method_list = nlohmann::ordered_json::array();
@@ -82,7 +87,8 @@ std::string catalog() {
                    {"point", c->point()},
                    {"settings", std::move(settings)},
                    {"state", std::move(state)},
-                   {"forward", c->rotate ? "rotate" : c->dense_qk ? "queries_keys" : "lengths"},
+                   {"forward", c->embed ? "embed" : c->rotate ? "rotate" : c->dense_qk ? "queries_keys" : "lengths"},
+                   {"embed_sizes", c->embed_sizes},
                    {"rotate_inputs", c->rotate_inputs},
                    {"positions", {{"name", c->positions_argument},
                                   {"optional", c->positions_optional},
@@ -227,6 +233,24 @@ std::vector<at::Tensor> rotate(c10::string_view module, c10::string_view text, a
   return c.rotate(s, checked_state(c, s, state), call);
 }
 
+// The input point: rows at `positions`, else rows start .. start+count-1, else a grid family's cells.
+at::Tensor embed(c10::string_view module, c10::string_view text, at::TensorList state, at::IntArrayRef sizes,
+                 const c10::optional<at::Tensor>& positions, int64_t start, c10::optional<int64_t> count,
+                 at::ScalarType dtype) {
+  const FamilyContract& c = contract_of(module);
+  const FamilySettings s = settings_of(text);
+  TORCH_CHECK_VALUE(c.embed, "[", c.module, "] acts at the ", c.point(), " point, not at the input");
+  TORCH_CHECK_VALUE(sizes.size() == c.embed_sizes.size(), "[", c.module, "] takes ", c.embed_sizes.size(),
+                    " grid sizes, got ", sizes.size());
+  EmbedCall call;
+  call.sizes = sizes.vec();
+  if (detail::given(positions)) call.positions = *positions;
+  call.start = start;
+  if (count) call.count = *count;
+  call.dtype = dtype;
+  return c.embed(s, checked_state(c, s, state), call);
+}
+
 // The repr's arguments, in Python's words (True / False).
 std::string describe(c10::string_view module, c10::string_view text) {
   return contract_of(module).describe(settings_of(text), "True", "False");
@@ -251,6 +275,7 @@ TORCH_LIBRARY_IMPL(posenc, CompositeImplicitAutograd, m) {
   m.impl("family_terms", &terms);
   m.impl("family_call", &call);
   m.impl("family_rotate", &rotate);
+  m.impl("family_embed", &embed);
   m.impl("family_keywords", &keywords);
   m.impl("family_adopt", &adopt);
   m.impl("family_pretrained", &pretrained);

@@ -7,6 +7,7 @@
 #include "posenc/nn/linear_cross_entropy.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 

@@ -368,6 +368,8 @@ TORCH_LIBRARY(posenc, m) {
         "ScalarType? dtype=None, Tensor? positions=None) -> Tensor");
   m.def("family_rotate(str module, str settings, Tensor[] state, Tensor[] inputs, Tensor? positions=None) "
         "-> Tensor[]");
+  m.def("family_embed(str module, str settings, Tensor[] state, int[] sizes, Tensor? positions=None, int start=0, "
+        "int? count=None, ScalarType dtype=float) -> Tensor");
   m.def("family_describe(str module, str settings) -> str");
   m.def("family_keyword_names(str module, str settings) -> str");
   m.def("family_keywords(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType dtype) "
