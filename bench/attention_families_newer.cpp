@@ -5,6 +5,7 @@
 // parameters, read from the module. Index tensors that depend only on T are
 // built once, as a model caches them (this favours eager).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 #include <limits>
