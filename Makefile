@@ -65,7 +65,7 @@ TORCH2_RUN = POSENC_TORCH2_ROOT=$(abspath $(TORCH2_ROOT)) POSENC_TORCH2_BUILD=$(
 
 build-torch2: setup
 	bash scripts/torch2-root $(TORCH2_ROOT)
-	$(TORCH2_RUN) cmake -S . -B $(TORCH2_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	$(TORCH2_RUN) cmake -S . -B $(TORCH2_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_BUILD_BENCH=ON \
 	  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache $(CMAKE_FLAGS)
 	$(TORCH2_RUN) cmake --build $(TORCH2_BUILD) -j $(JOBS)
 
