@@ -24,4 +24,8 @@ posenc_family(kerple  KERNEL kerple.cpp)
 posenc_family(fire    KERNEL fire.cpp)
 posenc_family(cope    KERNEL cope.cpp)
 posenc_family(dpb     KERNEL dpb.cpp)
+posenc_family(shaw)               # relative vectors, on the shared relative kernels
+posenc_family(sinusoidal_relative)
+posenc_family(transformer_xl)
+posenc_family(relative_2d)        # its kernel: the shared relative_2d.cpp
 posenc_family(deberta KERNEL deberta.cpp)

@@ -8,6 +8,8 @@
 #include <charconv>
 #include <limits>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <unordered_map>
 
@@ -27,6 +29,28 @@ void SetMinLogLevel(int v);
 
 namespace posenc::text {
 namespace {
+
+// sentencepiece's message without the source location and the failed check it starts with
+// ("./src/trainer_interface.cc(660) [(a) == (b)] Vocabulary size too high (200). ..."): they change from
+// one sentencepiece release to the next, and say nothing to a user. An empty rest: "cannot parse it".
+std::string sentencepiece_message(const sentencepiece::util::Status& status) {
+  std::string_view m = status.message();
+  const size_t open = m.find('(');
+  const size_t close = m.find(") ");
+  const bool located = open != std::string_view::npos && close != std::string_view::npos && open < close &&
+                       m.substr(0, open).find(' ') == std::string_view::npos &&
+                       m.substr(open + 1, close - open - 1).find_first_not_of("0123456789") == std::string_view::npos;
+  if (located) {
+    m.remove_prefix(close + 2);
+    if (!m.empty() && m.front() == '[') {
+      const size_t end = m.find("] ");
+      m.remove_prefix(end == std::string_view::npos ? m.size() : end + 2);
+    }
+  }
+  while (!m.empty() && m.back() == ' ') m.remove_suffix(1);
+  return m.empty() ? std::string("cannot parse it") : std::string(m);
+}
+
 
 constexpr std::string_view kOp = "tokenizer";
 // Part of the cache key: bump it when the training settings below change.
@@ -184,7 +208,7 @@ std::string train_model(const std::vector<std::string>& texts, const TokenizerOp
   }
   if (!status.ok()) {
     fail_runtime(kOp, "sentencepiece cannot train a ", options.model_type, " vocabulary of ", options.vocab_size,
-                 " on ", texts.size(), " texts: ", status.message());
+                 " on ", texts.size(), " texts: ", sentencepiece_message(status));
   }
   return model;
 }
@@ -205,7 +229,7 @@ void load_model(sentencepiece::SentencePieceProcessor& processor, const std::str
   {
     SentencepieceSession session;
     const sentencepiece::util::Status status = processor.LoadFromSerializedProto(model);
-    if (!status.ok()) fail_runtime(kOp, path, ": not a sentencepiece model: ", status.message());
+    if (!status.ok()) fail_runtime(kOp, path, ": not a sentencepiece model: ", sentencepiece_message(status));
   }
   const auto check_id = [&](std::string_view what, int id, int32_t expected) {
     if (id != expected) {
@@ -259,7 +283,7 @@ Tokenizer Tokenizer::load(const std::filesystem::path& model_file) {
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<int> ids;
   const sentencepiece::util::Status status = impl_->processor.Encode(text, &ids);
-  if (!status.ok()) fail_runtime(kOp, "sentencepiece cannot encode the text: ", status.message());
+  if (!status.ok()) fail_runtime(kOp, "sentencepiece cannot encode the text: ", sentencepiece_message(status));
   return std::vector<int32_t>(ids.begin(), ids.end());
 }
 
@@ -270,7 +294,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   }
   std::string text;
   const sentencepiece::util::Status status = impl_->processor.Decode(std::vector<int>(ids.begin(), ids.end()), &text);
-  if (!status.ok()) fail_runtime(kOp, "sentencepiece cannot decode the ids: ", status.message());
+  if (!status.ok()) fail_runtime(kOp, "sentencepiece cannot decode the ids: ", sentencepiece_message(status));
   return text;
 }
 

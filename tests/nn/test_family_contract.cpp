@@ -16,6 +16,7 @@
 #include "posenc/nn/kerple_bias.h"
 #include "posenc/nn/learned_encoding.h"
 #include "posenc/nn/ops.h"
+#include "posenc/nn/relative_encodings.h"
 #include "posenc/nn/sinusoidal_grid_encoding.h"
 #include "reference.h"
 
@@ -107,6 +108,46 @@ TEST(FamilyContract, TheInputHolderByNameIsTheTypedModule) {
                      "[SinusoidalEncoding2d] cells 0..6 must lie in the grid of 6 cells (0..5)");
 }
 
+// The relative-vectors holder by name is the typed module: the same draws, logits, values and terms, and the
+// parameter-or-buffer choice a setting makes (SinusoidalRelative's omega).
+TEST(FamilyContract, TheRelativeHolderByNameIsTheTypedModule) {
+  at::manual_seed(3);
+  ShawRelative typed(ShawRelativeOptions(2, 4).num_heads(3).values(true).key_logits(true));
+  at::manual_seed(3);
+  FamilyRelative held("ShawRelative", FamilySettings()
+                                          .set("max_distance", int64_t{2})
+                                          .set("head_dim", int64_t{4})
+                                          .set("num_heads", int64_t{3})
+                                          .set("key_logits", true));
+  EXPECT_EQ(family_contract("ShawRelative").point(), "relative vectors");
+  EXPECT_EQ(held->named_parameters().keys(), (std::vector<std::string>{"key_table", "value_table"}));
+  EXPECT_TRUE(at::equal(typed->key_table(), held->tensor("key_table")));
+  EXPECT_TRUE(at::equal(typed->value_table(), held->tensor("value_table")));
+  const at::Tensor q = at::randn({2, 3, 5, 4}), k = at::randn({2, 3, 6, 4}), probs = at::rand({2, 3, 5, 6});
+  EXPECT_TRUE(at::equal(typed->logits(q, k), held->logits(q, k)));
+  EXPECT_TRUE(at::equal(typed->values(probs), held->values(probs)));
+  EXPECT_TRUE(held->has_values());
+  // The key term rides the fused attention as relative queries on the key table.
+  AttentionTerms terms;
+  held->add_terms(terms, 5, 6, at::kFloat);
+  EXPECT_TRUE(at::equal(terms.rel_q, held->tensor("key_table")));
+  EXPECT_EQ(terms.max_distance, 2);
+
+  const FamilySettings nezha = FamilySettings().set("max_distance", int64_t{3}).set("head_dim", int64_t{8});
+  EXPECT_EQ(FamilyRelative("SinusoidalRelative", nezha)->named_buffers().keys(), std::vector<std::string>{"omega"});
+  FamilySettings learnable = nezha;
+  learnable.set("learnable", true);
+  EXPECT_EQ(FamilyRelative("SinusoidalRelative", learnable)->named_parameters().keys(),
+            std::vector<std::string>{"omega"});
+  expect_value_error([] { FamilyRelative("KerpleBias", FamilySettings().set("num_heads", int64_t{2})); },
+                     "[KerpleBias] acts at the logit bias point, not at the relative-vectors point");
+  expect_error<c10::Error>([] { FamilyRelative("TransformerXLRelative", FamilySettings()
+                                                                          .set("num_heads", int64_t{2})
+                                                                          .set("head_dim", int64_t{4}))
+                                    ->values(at::zeros({1, 2, 3, 3})); },
+                           "[TransformerXLRelative] has no value vectors");
+}
+
 TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
   const FamilyContract& kerple = family_contract("KerpleBias");
   expect_value_error([&] { kerple.complete(FamilySettings().set("num_heads", int64_t{2}).set("rank", int64_t{3})); },
@@ -130,8 +171,9 @@ TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
   expect_value_error([] { family_contract("NoSuchBias"); },
                      "[family] unknown module 'NoSuchBias'; known: AlibiBias, AlibiBias2d, ContinuousPositionBias2d, "
                      "CopeBias, DynamicPositionBias, FireBias, KerpleBias, LearnableSinusoidalEncoding, LearnedEncoding, "
-                     "MultimodalRotaryEmbedding, QueryTemperature, RotaryEmbedding, RotaryEmbeddingAxial, "
-                     "SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, T5Bias, T5Bias2d");
+                     "MultimodalRotaryEmbedding, QueryTemperature, Relative2d, RotaryEmbedding, RotaryEmbeddingAxial, "
+                     "ShawRelative, SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, SinusoidalRelative, "
+                     "T5Bias, T5Bias2d, TransformerXLRelative");
 }
 
 }  // namespace

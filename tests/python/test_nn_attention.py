@@ -156,7 +156,7 @@ def test_module_instances_and_bert_relative_key_query():
     weight = torch.randn(2 * 8 - 1, 4, dtype=F64)
     shaw = pnn.ShawRelative.from_bert_distance_embedding(weight, max_position_embeddings=8,
                                                          position_embedding_type="relative_key_query")
-    # AlibiBias2d on a 1 x 5 grid: a dense bias, summed with the key term's dense bias
+    # AlibiBias2d on a 1 x 5 grid beside the key term (relative queries)
     grid = pnn.AlibiBias2d(4, 1, 5)
     m = pnn.MultiheadAttention(16, 4, encoding=[pnn.RotaryEmbedding(4), shaw, grid]).to(F64)
     x, _ = _inputs()

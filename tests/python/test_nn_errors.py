@@ -76,9 +76,8 @@ CASES = [
     (lambda: pnn.ShawRelative.from_bert_distance_embedding(torch.zeros(15, 4), max_position_embeddings=8,
                                                            position_embedding_type="absolute"), ValueError,
      "[ShawRelative] position_embedding_type must be 'relative_key' or 'relative_key_query', got 'absolute'"),
-    (lambda: pnn.ShawRelative(2, 4, key_logits=True).attention_kwargs(3, 3), ValueError,
-     "[ShawRelative] key_logits needs k (B, H, Tk, Dh) in attention_kwargs: its term k_j . a(j - i') depends on "
-     "the keys"),
+    (lambda: pnn.ShawRelative.from_bert_distance_embedding(torch.zeros(15, 4)), ValueError,
+     "[ShawRelative] max_position_embeddings is required"),
     (lambda: pnn.ShawRelative(2, 4, values=False).values(torch.zeros(1, 1, 2, 2)), RuntimeError,
      "[ShawRelative] has no value vectors"),
     (lambda: pnn.ShawRelative(2, 4)(torch.zeros(1, 2, 3), torch.zeros(1, 2, 3, 4)), ValueError,

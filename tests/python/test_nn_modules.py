@@ -512,7 +512,10 @@ def test_bert_distance_embedding_conversion(kind, use_cache):
                                                            position_embedding_type=kind)
     assert module.max_distance == m - 1 and module.value_table is None
     assert module.key_logits == (kind == "relative_key_query")
-    out = posenc.attention(q, k, v, **module.attention_kwargs(q.shape[2], 6, k=k))
+    kwargs = module.attention_kwargs(q.shape[2], 6)
+    # the key term k_j . E[...] rides the fused attention as relative queries on the same table: no dense bias
+    assert "bias" not in kwargs and ("rel_q" in kwargs) == (kind == "relative_key_query")
+    out = posenc.attention(q, k, v, **kwargs)
     want = hf_bert_relative(q, k, v, weight, m, kind, use_cache)
     assert torch.allclose(out, want, atol=1e-12)
     # the logits alone, as BERT adds them before the 1/sqrt(d)

@@ -250,8 +250,7 @@ TEST(Tokenizer, LoadRefusesAMissingGarbageOrForeignFile) {
   write_bytes(garbage, "hello, I am not a protobuf");
   EXPECT_EQ(error_of<std::runtime_error>([&] { Tokenizer::load(garbage); }),
             "[tokenizer] " + garbage.string() +
-                ": not a sentencepiece model: ./src/sentencepiece_processor.cc(232) "
-                "[model_proto->ParseFromArray(serialized.data(), serialized.size())] ");
+                ": not a sentencepiece model: cannot parse it");
   const fs::path empty = dir / "empty.model";
   write_bytes(empty, "");
   EXPECT_EQ(error_of<std::runtime_error>([&] { Tokenizer::load(empty); }),
@@ -327,17 +326,14 @@ TEST(Tokenizer, ACorpusTooSmallForTheVocabularyIsReported) {
   test::ScratchDir dir;
   EXPECT_EQ(error_of<std::runtime_error>([&] { Tokenizer::train(texts, options("unigram", 200), dir.path()); }),
             "[tokenizer] sentencepiece cannot train a unigram vocabulary of 200 on 400 texts: "
-            "./src/trainer_interface.cc(660) [(trainer_spec_.vocab_size()) == (model_proto->pieces_size())] "
             "Vocabulary size too high (200). Please set it to a value <= 83.");
   EXPECT_EQ(error_of<std::runtime_error>([&] { Tokenizer::train(texts, options("bpe", 1000), dir.path()); }),
             "[tokenizer] sentencepiece cannot train a bpe vocabulary of 1000 on 400 texts: "
-            "./src/trainer_interface.cc(660) [(trainer_spec_.vocab_size()) == (model_proto->pieces_size())] "
             "Vocabulary size too high (1000). Please set it to a value <= 352.");
   // Fewer pieces than the corpus has characters (26 letters, the space, 6 specials).
   EXPECT_EQ(error_of<std::runtime_error>([&] { Tokenizer::train(texts, options("unigram", 16), dir.path()); }),
             "[tokenizer] sentencepiece cannot train a unigram vocabulary of 16 on 400 texts: "
-            "./src/trainer_interface.cc(580) [(static_cast<int>(required_chars_.size() + meta_pieces_.size())) "
-            "<= (trainer_spec_.vocab_size())] Vocabulary size is smaller than required_chars. 16 vs 33. "
+            "Vocabulary size is smaller than required_chars. 16 vs 33. "
             "Increase vocab_size or decrease character_coverage with --character_coverage option.");
   EXPECT_TRUE(entries(dir.path()).empty());
 }

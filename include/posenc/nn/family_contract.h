@@ -14,6 +14,7 @@
 //   terms      the same term for the fused attention (offset rows, a tile, ...)
 //   rotate     the query/key point: q and k (or q alone) transformed by position (RoPE, M-RoPE, temperature)
 //   embed      the input point: a vector per position, or per cell of a grid (sinusoidal, learned, 2D/3D)
+//   relative   the relative-vectors point: logits(q, k) and values(probs) (Shaw, NEZHA, Transformer-XL, 2D)
 //   methods    named functions of the state (FIRE's threshold, KERPLE's projection)
 //
 // A family registers its contract in its file (src/nn/families/<name>.cpp) with one namespace-scope
@@ -62,6 +63,7 @@ struct SettingSpec {
   std::string meaning;             // one line for the docstring
   bool positional = false;         // before the `*` in Python (num_heads, head_dim)
   std::optional<int64_t> minimum;  // kInteger: checked by the holder, "[Name] hidden must be >= 1, got 0"
+  std::string python_name = {};    // the Python attribute when the name is a method there (Shaw's values)
 };
 
 // The builders of settings a contract lists.
@@ -104,21 +106,25 @@ class FamilySettings {
 // flag setting without which the module has no such tensor (DPB's norm_weight: "norm").
 // python_name: the Python module's attribute when torch's convention names it otherwise
 // (LearnedEncoding's table is `weight` there, as nn.Embedding and Hugging Face name it).
+// parameter_when: a flag setting making the tensor a parameter when true and a buffer when false
+// (SinusoidalRelative's omega is trained only when learnable); empty: `parameter` decides.
 struct StateSpec {
   std::string name;
   bool parameter = true;
   std::string when = {};
   std::string python_name = {};
+  std::string parameter_when = {};
 };
 
 // The tensors of one module, in the contract's state order; an absent one (`when` false) is undefined.
 using FamilyState = std::vector<at::Tensor>;
 
 // A named function of a module's state (FIRE's "threshold", DPB's "offset_rows"), with the call's
-// arguments it reads, among "q_len", "k_len", "positions" and "dtype" (unset: the method's default), in
-// that order.
+// arguments it reads, among "q_len", "k_len", "max_distance", "positions" and "dtype" (unset: the
+// method's default), in that order.
 struct MethodCall {
   int64_t q_len = 0, k_len = 0;
+  int64_t max_distance = 0;
   std::optional<at::Tensor> positions;
   std::optional<at::ScalarType> dtype;
 };
@@ -179,6 +185,15 @@ struct FamilyContract {
   // -> [height*width, dim], row-major); empty: forward(positions), an int N standing for 0 .. N-1.
   std::vector<std::string> embed_sizes;
   std::function<at::Tensor(const FamilySettings&, const FamilyState&, const EmbedCall&)> embed;
+  // The relative-vectors point (its attention terms: `terms`). relative_logits: q (B, H, Tq, Dh), k (B, H, Tk, Dh)
+  // -> the extra logit terms (B, H, Tq, Tk), not q . k and not scaled, queries at i' = i + Tk - Tq.
+  // relative_values: probs (B, H, Tq, Tk) -> (B, H, Tq, Dh), added to the output; has_values says whether the
+  // settings give the module value vectors (unset: never). The module's heads are its num_heads setting
+  // (absent: 0, one table shared by the heads), its width head_dim.
+  std::function<at::Tensor(const FamilySettings&, const FamilyState&, const at::Tensor& q, const at::Tensor& k)>
+      relative_logits;
+  std::function<at::Tensor(const FamilySettings&, const FamilyState&, const at::Tensor& probs)> relative_values;
+  std::function<bool(const FamilySettings&)> has_values;
   // posenc.attention's documented keywords for this term (Python's attention_kwargs), when the family
   // has its own ({"t5_table": table, "t5_num_buckets": 32, ...}): the names and plain values (from the
   // settings alone, so the Python holder reads them once, outside any trace) and the tensors per call.
@@ -194,8 +209,14 @@ struct FamilyContract {
   // A pretrained checkpoint's tensor as the module's state entry (T5's relative_attention_bias.weight as
   // "table"): the sizes read from its shape, checked ("[T5Bias] weight must be a 2-D floating tensor
   // (num_buckets, num_heads), got 3-D torch.float32"). Unset: no from_pretrained_weight.
+  // pretrained_loader: the Python classmethod's name; pretrained_arguments: the loader's own keywords
+  // (BERT's max_position_embeddings), in `given` beside the module's settings and gone from the result;
+  // pretrained_value: the state entry made from the weight (Shaw's rows flipped; unset: the weight itself).
   std::string pretrained_tensor;
+  std::string pretrained_loader = "from_pretrained_weight";
+  std::vector<SettingSpec> pretrained_arguments;
   std::function<FamilySettings(const at::Tensor& weight, FamilySettings given)> pretrained;
+  std::function<at::Tensor(const at::Tensor& weight, const FamilySettings& given)> pretrained_value;
   // Named functions of the state a module offers besides its point (FIRE's "threshold", KERPLE's
   // "project", which acts in place and returns an undefined tensor): C++ and Python methods alike.
   // A property takes no argument and reads as an attribute in Python (RoPE's inv_freq); a 0-d result
@@ -226,13 +247,18 @@ struct FamilyContract {
   // "num_heads=4, kind=log, causal=false" (bools as `true_word` / `false_word`: Python writes True).
   std::string describe(const FamilySettings& settings, const char* true_word = "true",
                        const char* false_word = "false") const;
-  // "input", "logit bias", "query/key" or "query" (a transform of q alone): the point its functions serve.
+  // "input", "logit bias", "query/key", "query" (a transform of q alone) or "relative vectors": the point
+  // its functions serve.
   std::string point() const;
-  // Whether the tensor `entry` of the state exists for these settings.
+  // Whether the tensor `entry` of the state exists for these settings, and whether it is a parameter.
   bool present(const FamilySettings& settings, const StateSpec& entry) const;
+  bool trained(const FamilySettings& settings, const StateSpec& entry) const;
   // The present tensors (as a holder keeps them) back in state order, absent ones undefined; refuses a
   // state that does not match the settings: "[KerpleBias] state must hold 2 tensors (r1, r2), got 1".
   FamilyState expand_state(const FamilySettings& settings, const std::vector<at::Tensor>& present) const;
+  // The pretrained loader's call: the module's settings (sizes from the weight, the loader's arguments gone)
+  // and its state entry made from the weight; `given` holds settings and loader arguments alike.
+  std::pair<FamilySettings, at::Tensor> load_pretrained(const at::Tensor& weight, const FamilySettings& given) const;
 };
 
 struct FamilyContractRegistration {

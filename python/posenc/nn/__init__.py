@@ -1,10 +1,10 @@
 """posenc.nn: every posenc encoding as a torch.nn.Module, plus multi-head attention into which they plug.
 
-The input encodings, the rotary embeddings, the query temperature and the logit biases are generated from
-their C++ contracts (include/posenc/nn/family_contract.h, one holder: FamilyModule in _family.py); the
-relative-vector point is Python over the posenc ops, mirroring the C++ modules of include/posenc/nn/ (names of
-parameters, initialisations, error messages). ``import posenc.nn`` works after
-or instead of ``import posenc``; docs/python_modules.md documents them.
+The input encodings, the rotary embeddings, the query temperature, the logit biases and the relative vectors
+(all but DeBERTa's) are generated from their C++ contracts (include/posenc/nn/family_contract.h, one holder:
+FamilyModule in _family.py); DebertaRelative is Python over the posenc ops, mirroring its C++ module (names of
+parameters, initialisations, error messages). ``import posenc.nn`` works after or instead of
+``import posenc``; docs/python_modules.md documents them.
 
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
                      LearnableSinusoidalEncoding
@@ -23,7 +23,6 @@ from . import functional
 from .attention import MultiheadAttention
 from .deberta import DebertaRelative
 from .registry import ENCODINGS, parse_encoding
-from .relative import Relative2d, ShawRelative, SinusoidalRelative, TransformerXLRelative
 from ._family import FamilyModule, generate as _generate
 
 # The families on the contract (include/posenc/nn/family_contract.h): one class each, from the catalog.

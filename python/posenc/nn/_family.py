@@ -23,8 +23,11 @@ import posenc  # noqa: F401  (loads torch.ops.posenc)
 __all__ = ["FamilyModule", "generate"]
 
 _ops = torch.ops.posenc
-# How posenc.attention's keywords name each term of a spec (a tile kind is its own keyword).
-_KEYWORDS = {"offset_rows": "offset_bias", "grid_rows": "grid_bias", "dense_bias": "bias"}
+# How posenc.attention's keywords name each term of a spec (a tile kind is its own keyword; the relative
+# entries' K is max_distance, grid_tables' tensors and grid travel as rel_2d).
+_KEYWORDS = {"offset_rows": "offset_bias", "grid_rows": "grid_bias", "dense_bias": "bias", "relative_keys": "rel_k",
+             "relative_values": "rel_v", "relative_queries": "rel_q", "relative_index": "rel_index",
+             "content_shift": "xl_u", "relative_shift": "xl_v"}
 
 
 def _json(settings):
@@ -103,16 +106,19 @@ class FamilyModule(nn.Module):
             if entry not in present:
                 setattr(self, entry["python_name"], None)  # absent for these settings (DPB's norm without norm)
         for entry, tensor in zip(present, _ops.family_init(name, self._settings)):
-            if entry["parameter"]:
+            if self.settings[entry["parameter_when"]] if entry["parameter_when"] else entry["parameter"]:
                 self.register_parameter(entry["python_name"], nn.Parameter(tensor))
             else:
                 self.register_buffer(entry["python_name"], tensor)
         if contract["point"] == "input" and not present:
             # A fixed table's dtype follows .to() through this empty buffer (float64 stays float64).
             self.register_buffer("_anchor", torch.empty(0), persistent=False)
+        attributes = {s["name"]: s["python_name"] for s in contract["settings"]}
         for key, value in self.settings.items():
             if key not in state:
-                setattr(self, key, value)
+                setattr(self, attributes[key], value)
+        if contract["point"] == "relative vectors" and "num_heads" not in self.settings:
+            self.num_heads = 0  # one table shared by the heads
         # The family's own posenc.attention keywords, fixed by the settings: read once, outside any trace.
         self._keywords = json.loads(_ops.family_keyword_names(name, self._settings)) if contract["keywords"] else None
         for key, tensor in adopted.items():
@@ -127,22 +133,23 @@ class FamilyModule(nn.Module):
         return cls(**{k: v for k, v in settings.items() if k not in cls._contract["adopted"]})
 
     @classmethod
-    def from_pretrained_weight(cls, weight, *, freeze=False, **settings):
-        """The module holding a copy of a checkpoint's tensor, its sizes read from the tensor's shape (T5:
-        HF's relative_attention_bias.weight (num_buckets, num_heads); LearnedEncoding: GPT-2's wpe.weight or
-        BERT's embeddings.position_embeddings.weight (max_positions, dim)); freeze stops its gradient;
-        settings as the constructor's."""
+    def _from_pretrained(cls, weight, *, freeze=False, **settings):
+        """The module holding a copy of a checkpoint's tensor (as its contract converts it), its sizes read
+        from the tensor's shape; freeze stops its gradient; settings as the constructor's, and the loader's
+        own keywords."""
         contract = cls._contract
         if not contract["pretrained"]:
             raise TypeError(f"[{contract['module']}] has no pretrained tensor")
         if not isinstance(weight, torch.Tensor):
             raise TypeError(f"[{contract['module']}] weight must be a tensor, got {type(weight).__name__}")
-        given = {key: _typed(contract["module"], s, settings[key]) for s in contract["settings"]
+        known = contract["settings"] + contract["pretrained_arguments"]
+        given = {key: _typed(contract["module"], s, settings[key]) for s in known
                  for key in [s["name"]] if key in settings}
-        settings = _loads(_ops.family_pretrained(contract["module"], weight, _json(given)))
+        text, value = _ops.family_pretrained(contract["module"], weight, _json(given))
+        settings = _loads(text)
         module = cls(**{k: v for k, v in settings.items() if k not in contract["adopted"]})
         entry = next(e for e in contract["state"] if e["name"] == contract["pretrained"])
-        setattr(module, entry["python_name"], nn.Parameter(weight.detach().clone(), requires_grad=not freeze))
+        setattr(module, entry["python_name"], nn.Parameter(value.detach().clone(), requires_grad=not freeze))
         return module
 
     def _state(self):
@@ -181,15 +188,20 @@ class FamilyModule(nn.Module):
             return {**dict(zip(self._keywords["tensors"], tensors)), **self._keywords["values"]}
         tensors, spec = self.attention_terms(q_len, k_len, dtype=dtype)
         kwargs, at = {}, 0
-        for entry, count in _entries(spec):
+        for entry, count, (max_distance, height, width) in _entries(spec):
             taken = tuple(tensors[at:at + count])
             at += count
+            kind = entry.split("(")[0]
             if entry == "causal":
                 kwargs["causal"] = True
-            elif entry.startswith("tile("):
+            elif kind == "tile":
                 kwargs[entry[5:-1]] = taken if count > 1 else taken[0]
+            elif kind == "grid_tables":
+                kwargs["rel_2d"] = (*taken, height, width)
             else:
-                kwargs[_KEYWORDS.get(entry.split("(")[0], entry)] = taken[0]
+                kwargs[_KEYWORDS.get(kind, entry)] = taken[0]
+                if kind.startswith("relative_"):
+                    kwargs["max_distance"] = max_distance
         return kwargs
 
     def extra_repr(self):
@@ -197,12 +209,12 @@ class FamilyModule(nn.Module):
 
 
 def _entries(spec):
-    """(name, tensor count) of each entry of a TermSpec, read outside any trace: they are fixed by the
-    module's settings and the lengths (constants of a trace), and the tracer records no strings."""
+    """(name, tensor count, sizes) of each entry of a TermSpec, read outside any trace: they are fixed by
+    the module's settings and the lengths (constants of a trace), and the tracer records no strings."""
     state = torch._C._get_tracing_state()
     torch._C._set_tracing_state(None)
     try:
-        return list(zip(spec.entry_names(), spec.entry_tensors()))
+        return list(zip(spec.entry_names(), spec.entry_tensors(), spec.entry_sizes()))
     finally:
         torch._C._set_tracing_state(state)
 
@@ -220,6 +232,17 @@ def _forward_queries_keys(self, q, k, scale=None, key_padding_mask=None):
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     return _ops.family_dense_qk(self._contract["module"], self._settings, self._state(), q, k, scale,
                                 key_padding_mask)
+
+
+def _relative_logits(self, q, k):
+    """q (B, H, Tq, Dh), k (B, H, Tk, Dh) -> the extra logit terms (B, H, Tq, Tk): not q . k and not scaled
+    (queries at key positions i' = i + Tk - Tq)."""
+    return _ops.family_relative_logits(self._contract["module"], self._settings, self._state(), q, k)
+
+
+def _relative_values(self, probs):
+    """probs (B, H, Tq, Tk) -> the value vectors (B, H, Tq, Dh) added to the attention output."""
+    return _ops.family_relative_values(self._contract["module"], self._settings, self._state(), probs)
 
 
 def _positions(self, value):
@@ -295,7 +318,8 @@ def _method(entry):
         values = call.arguments
         result = _ops.family_call(self._contract["module"], self._settings, self._state(), name,
                                   operator.index(values.get("q_len", 0)), operator.index(values.get("k_len", 0)),
-                                  values.get("dtype"), _positions(self, values.get("positions")))
+                                  values.get("dtype"), _positions(self, values.get("positions")),
+                                  operator.index(values.get("max_distance", 0)))
         if entry["outputs"] == 2:
             return tuple(result.unbind(0))
         if entry["property"] and result.dim() == 0:
@@ -332,8 +356,11 @@ def _docstring(contract):
         lines.append(f"    {s['name']} ({s['type']}{default}): {s['meaning']}")
     if contract["state"]:
         lines.append("")
-        lines.append("Tensors: " + ", ".join(f"{t['python_name']} ({'parameter' if t['parameter'] else 'buffer'})"
-                                             for t in contract["state"]) + ".")
+        def kind(t):
+            if t["parameter_when"]:
+                return f"parameter when {t['parameter_when']}, else buffer"
+            return "parameter" if t["parameter"] else "buffer"
+        lines.append("Tensors: " + ", ".join(f"{t['python_name']} ({kind(t)})" for t in contract["state"]) + ".")
     return "\n".join(lines)
 
 
@@ -349,9 +376,15 @@ def generate(module_name):
             "__module__": module_name,
             "point": contract["point"],
             "registry_names": tuple(contract["families"]),
-            "forward": {"queries_keys": _forward_queries_keys, "rotate": _rotate}.get(contract["forward"],
-                                                                                        _forward_lengths),
+            "forward": {"queries_keys": _forward_queries_keys, "rotate": _rotate,
+                        "relative": _relative_logits}.get(contract["forward"], _forward_lengths),
         }
+        if contract["forward"] == "relative":
+            namespace["logits"] = _relative_logits
+            namespace["values"] = _relative_values
+        if contract["pretrained"]:
+            loader = classmethod(FamilyModule._from_pretrained.__func__)
+            namespace[contract["pretrained_loader"]] = loader
         if contract["forward"] == "rotate":
             namespace["_forward_signature"] = _rotate_signature(contract)
             namespace["forward"] = _point_forward(_rotate, namespace["_forward_signature"], "The query/key point: "

@@ -160,9 +160,7 @@ class MultiheadAttention(nn.Module):
         if self.bias is not None:
             kwargs.update(self.bias.attention_kwargs(q_len, k_len, dtype=dtype))
         if self.relative is not None:
-            extra = {"k": k, "scale": scale} if getattr(self.relative, "key_logits", False) else {}
-            for key, value in self.relative.attention_kwargs(q_len, k_len, dtype=dtype, **extra).items():
-                kwargs[key] = kwargs[key] + value if key == "bias" and key in kwargs else value
+            kwargs.update(self.relative.attention_kwargs(q_len, k_len, dtype=dtype))
         causal = kwargs.pop("causal", False) or self.causal  # pop first: the term may ask for the mask
         dropout = self.dropout if self.training else 0.0
         if dropout > 0.0:

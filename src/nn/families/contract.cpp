@@ -315,6 +315,10 @@ bool FamilyContract::present(const FamilySettings& given, const StateSpec& entry
   return entry.when.empty() || given.flag(entry.when);
 }
 
+bool FamilyContract::trained(const FamilySettings& given, const StateSpec& entry) const {
+  return entry.parameter_when.empty() ? entry.parameter : given.flag(entry.parameter_when);
+}
+
 FamilyState FamilyContract::expand_state(const FamilySettings& given, const std::vector<at::Tensor>& tensors) const {
   std::string names;
   size_t count = 0;
@@ -349,8 +353,34 @@ at::Tensor FamilyContract::call(std::string_view name, const FamilySettings& giv
   TORCH_CHECK_VALUE(false, "[", module, "] has no method '", name, "'");
 }
 
+std::pair<FamilySettings, at::Tensor> FamilyContract::load_pretrained(const at::Tensor& weight,
+                                                                     const FamilySettings& given) const {
+  TORCH_CHECK_VALUE(pretrained, "[", module, "] has no pretrained tensor");
+  const auto argument = [&](std::string_view key) -> const SettingSpec* {
+    for (const SettingSpec& spec : pretrained_arguments) {
+      if (spec.name == key) return &spec;
+    }
+    return nullptr;
+  };
+  FamilySettings all;
+  for (const auto& [key, v] : given.values()) {
+    if (!argument(key)) all.set(key, v);
+  }
+  for (const SettingSpec& spec : pretrained_arguments) {
+    const SettingValue& v = given.has(spec.name) ? given.value(spec.name) : spec.default_value;
+    all.set(spec.name, typed(*this, spec, v));
+  }
+  const FamilySettings loaded = pretrained(weight, all);
+  FamilySettings settings;
+  for (const auto& [key, v] : loaded.values()) {
+    if (!argument(key)) settings.set(key, v);
+  }
+  return {complete(settings), pretrained_value ? pretrained_value(weight, all) : weight};
+}
+
 std::string FamilyContract::point() const {
   if (embed) return "input";
+  if (relative_logits) return "relative vectors";
   if (!rotate) return "logit bias";
   return rotate_inputs.size() == 1 ? "query" : "query/key";  // the query alone: QueryTemperature
 }

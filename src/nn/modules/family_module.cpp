@@ -10,34 +10,48 @@
 #include <utility>
 
 namespace posenc::nn {
+
+void FamilyHeld::register_state(torch::nn::Module& owner) {
+  state_ = contract_->init(settings_);
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const StateSpec& spec = contract_->state[i];
+    if (!state_[i].defined()) continue;  // absent for these settings
+    state_[i] = contract_->trained(settings_, spec) ? owner.register_parameter(spec.name, state_[i])
+                                                    : owner.register_buffer(spec.name, state_[i]);
+  }
+}
+
+void FamilyHeld::reset_state() {
+  at::NoGradGuard no_grad;
+  if (contract_->reset) contract_->reset(settings_, state_);
+}
+
+void FamilyHeld::print(std::ostream& stream) const {
+  stream << "posenc::nn::" << contract_->module << "(" << contract_->describe(settings_) << ")";
+}
+
 namespace {
 
-// The contract's fresh state, its present tensors registered on `owner` under their names.
-FamilyState registered_state(torch::nn::Module& owner, const FamilyContract& contract, const FamilySettings& settings) {
-  FamilyState state = contract.init(settings);
-  for (size_t i = 0; i < state.size(); ++i) {
-    const StateSpec& spec = contract.state[i];
-    if (!state[i].defined()) continue;  // absent for these settings
-    state[i] = spec.parameter ? owner.register_parameter(spec.name, state[i]) : owner.register_buffer(spec.name, state[i]);
-  }
-  return state;
+// The contract called `module`, refused by a holder of another point: "[QueryTemperature] acts at the query
+// point, not at the input".
+const FamilyContract& contract_at(std::string_view module, const char* point, const char* where) {
+  const FamilyContract& contract = family_contract(module);
+  TORCH_CHECK_VALUE(contract.point() == point, "[", contract.module, "] acts at the ", contract.point(),
+                    " point, not at the ", where);
+  return contract;
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// FamilyBias
 
 FamilyBiasImpl::FamilyBiasImpl(std::string_view module, const FamilySettings& settings)
     : FamilyBiasImpl(family_contract(module), family_contract(module).complete(settings)) {}
 
 FamilyBiasImpl::FamilyBiasImpl(const FamilyContract& contract, FamilySettings settings)
-    : AttentionBiasImpl(contract.module, settings.integer("num_heads")),
-      contract_(&contract),
-      settings_(std::move(settings)) {
-  state_ = registered_state(*this, contract, settings_);
-}
-
-void FamilyBiasImpl::reset_parameters() {
-  at::NoGradGuard no_grad;
-  if (contract_->reset) contract_->reset(settings_, state_);
+    : AttentionBiasImpl(contract.module, settings.integer("num_heads")), FamilyHeld(contract, std::move(settings)) {
+  register_state(*this);
 }
 
 at::Tensor FamilyBiasImpl::bias(int64_t q_len, int64_t k_len) {
@@ -58,14 +72,6 @@ void FamilyBiasImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_l
   contract_->terms(settings_, state_, terms, q_len, k_len, compute);
 }
 
-void FamilyBiasImpl::pretty_print(std::ostream& stream) const {
-  stream << "posenc::nn::" << contract_->module << "(" << contract_->describe(settings_) << ")";
-}
-
-at::Tensor FamilyBiasImpl::call(std::string_view method, const MethodCall& arguments) const {
-  return contract_->call(method, settings_, state_, arguments);
-}
-
 // ---------------------------------------------------------------------------
 // FamilyTransform
 
@@ -73,15 +79,10 @@ FamilyTransformImpl::FamilyTransformImpl(std::string_view module, const FamilySe
     : FamilyTransformImpl(family_contract(module), family_contract(module).complete(settings)) {}
 
 FamilyTransformImpl::FamilyTransformImpl(const FamilyContract& contract, FamilySettings settings)
-    : torch::nn::Module(contract.module), contract_(&contract), settings_(std::move(settings)) {
+    : torch::nn::Module(contract.module), FamilyHeld(contract, std::move(settings)) {
   TORCH_CHECK_VALUE(contract.rotate, "[", contract.module, "] acts at the ", contract.point(),
                     " point: hold it in a FamilyBias");
-  state_ = registered_state(*this, contract, settings_);
-}
-
-void FamilyTransformImpl::reset_parameters() {
-  at::NoGradGuard no_grad;
-  if (contract_->reset) contract_->reset(settings_, state_);
+  register_state(*this);
 }
 
 std::vector<at::Tensor> FamilyTransformImpl::rotate(const std::vector<at::Tensor>& inputs,
@@ -91,46 +92,22 @@ std::vector<at::Tensor> FamilyTransformImpl::rotate(const std::vector<at::Tensor
   return contract_->rotate(settings_, state_, RotateCall{inputs, positions});
 }
 
-void FamilyTransformImpl::pretty_print(std::ostream& stream) const {
-  stream << "posenc::nn::" << contract_->module << "(" << contract_->describe(settings_) << ")";
-}
-
-at::Tensor FamilyTransformImpl::call(std::string_view method, const MethodCall& arguments) const {
-  return contract_->call(method, settings_, state_, arguments);
-}
-
 // ---------------------------------------------------------------------------
 // FamilyInput
 
-namespace {
-
-const FamilyContract& input_contract(std::string_view module) {
-  const FamilyContract& contract = family_contract(module);
-  TORCH_CHECK_VALUE(contract.embed, "[", contract.module, "] acts at the ", contract.point(),
-                    " point, not at the input");
-  return contract;
-}
-
-}  // namespace
-
 FamilyInputImpl::FamilyInputImpl(std::string_view module, const FamilySettings& settings, InputMode mode,
                                  std::vector<int64_t> grid)
-    : FamilyInputImpl(input_contract(module), input_contract(module).complete(settings), mode, std::move(grid)) {}
+    : FamilyInputImpl(contract_at(module, "input", "input"), contract_at(module, "input", "input").complete(settings),
+                      mode, std::move(grid)) {}
 
 FamilyInputImpl::FamilyInputImpl(const FamilyContract& contract, FamilySettings settings, InputMode mode,
                                  std::vector<int64_t> grid)
     : InputEncodingImpl(contract.module, settings.integer("dim"), mode),
-      contract_(&contract),
-      settings_(std::move(settings)),
+      FamilyHeld(contract, std::move(settings)),
       grid_(std::move(grid)) {
   TORCH_CHECK_VALUE(grid_.size() == contract.embed_sizes.size(), "[", contract.module, "] takes ",
                     contract.embed_sizes.size(), " grid sizes, got ", grid_.size());
-  state_ = registered_state(*this, contract, settings_);
-}
-
-void FamilyInputImpl::reset_parameters() {
-  at::NoGradGuard no_grad;
-  if (contract_->reset) contract_->reset(settings_, state_);
+  register_state(*this);
 }
 
 at::Tensor FamilyInputImpl::embed(const EmbedCall& call) const {
@@ -151,8 +128,42 @@ at::Tensor FamilyInputImpl::encode(const at::Tensor& positions, at::ScalarType c
   return embed(call);
 }
 
-void FamilyInputImpl::pretty_print(std::ostream& stream) const {
-  stream << "posenc::nn::" << contract_->module << "(" << contract_->describe(settings_) << ")";
+// ---------------------------------------------------------------------------
+// FamilyRelative
+
+namespace {
+
+int64_t relative_heads(const FamilySettings& settings) {
+  return settings.has("num_heads") ? settings.integer("num_heads") : 0;  // no setting: one shared table
+}
+
+}  // namespace
+
+FamilyRelativeImpl::FamilyRelativeImpl(std::string_view module, const FamilySettings& settings)
+    : FamilyRelativeImpl(contract_at(module, "relative vectors", "relative-vectors point"),
+                         contract_at(module, "relative vectors", "relative-vectors point").complete(settings)) {}
+
+FamilyRelativeImpl::FamilyRelativeImpl(const FamilyContract& contract, FamilySettings settings)
+    : RelativeEncodingImpl(contract.module, relative_heads(settings), settings.integer("head_dim")),
+      FamilyHeld(contract, std::move(settings)) {
+  register_state(*this);
+}
+
+at::Tensor FamilyRelativeImpl::logits(const at::Tensor& q, const at::Tensor& k) {
+  return contract_->relative_logits(settings_, state_, q, k);
+}
+
+bool FamilyRelativeImpl::has_values() const {
+  return contract_->relative_values && contract_->has_values && contract_->has_values(settings_);
+}
+
+at::Tensor FamilyRelativeImpl::values(const at::Tensor& probs) {
+  if (!has_values()) return RelativeEncodingImpl::values(probs);
+  return contract_->relative_values(settings_, state_, probs);
+}
+
+void FamilyRelativeImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
+  contract_->terms(settings_, state_, terms, q_len, k_len, compute);
 }
 
 }  // namespace posenc::nn

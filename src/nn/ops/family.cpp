@@ -47,10 +47,11 @@ nlohmann::ordered_json value_json(const SettingValue& value) {
 }
 
 // [{"module", "summary", "settings": [{"name", "type", "default", "required", "words", "meaning",
-//   "positional", "minimum"}], "state": [{"name", "parameter", "when", "python_name"}],
-//   "forward": "lengths" | "queries_keys" | "rotate" | "embed", "embed_sizes" (a grid's size arguments),
-//   "methods", "keywords" (own posenc.attention keywords), "adopted" (tensors the caller may give),
-//   "pretrained" (the state entry from_pretrained_weight fills, or ""), "shown", "point",
+//   "positional", "minimum", "python_name"}], "state": [{"name", "parameter", "when", "parameter_when",
+//   "python_name"}], "forward": "lengths" | "queries_keys" | "rotate" | "embed" | "relative", "embed_sizes"
+//   (a grid's size arguments), "methods", "keywords" (own posenc.attention keywords), "adopted" (tensors
+//   the caller may give), "pretrained" (the state entry the pretrained loader fills, or ""),
+//   "pretrained_loader" (its classmethod), "pretrained_arguments" (its own keywords), "shown", "point",
 //   "families": [registry names built by this module]}]
 std::string catalog() {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -64,13 +65,20 @@ std::string catalog() {
                           {"words", s.words},
                           {"meaning", s.meaning},
                           {"positional", s.positional},
-                          {"minimum", s.minimum ? nlohmann::ordered_json(*s.minimum) : nlohmann::ordered_json()}});
+                          {"minimum", s.minimum ? nlohmann::ordered_json(*s.minimum) : nlohmann::ordered_json()},
+                          {"python_name", s.python_name.empty() ? s.name : s.python_name}});
+    }
+    nlohmann::ordered_json loader_arguments = nlohmann::ordered_json::array();
+    for (const SettingSpec& s : c->pretrained_arguments) {
+      loader_arguments.push_back({{"name", s.name}, {"type", type_word(s.type)}, {"default", value_json(s.default_value)},
+                                  {"meaning", s.meaning}});
     }
     nlohmann::ordered_json state = nlohmann::ordered_json::array();
     for (const StateSpec& t : c->state) {
       state.push_back({{"name", t.name},
                        {"parameter", t.parameter},
                        {"when", t.when},
+                       {"parameter_when", t.parameter_when},
                        {"python_name", t.python_name.empty() ? t.name : t.python_name}});
     }
     std::vector<std::string> families, adopted;
@@ -87,7 +95,11 @@ std::string catalog() {
                    {"point", c->point()},
                    {"settings", std::move(settings)},
                    {"state", std::move(state)},
-                   {"forward", c->embed ? "embed" : c->rotate ? "rotate" : c->dense_qk ? "queries_keys" : "lengths"},
+                   {"forward", c->embed             ? "embed"
+                               : c->rotate          ? "rotate"
+                               : c->relative_logits ? "relative"
+                               : c->dense_qk        ? "queries_keys"
+                                                    : "lengths"},
                    {"embed_sizes", c->embed_sizes},
                    {"rotate_inputs", c->rotate_inputs},
                    {"positions", {{"name", c->positions_argument},
@@ -97,6 +109,8 @@ std::string catalog() {
                    {"keywords", static_cast<bool>(c->keywords)},
                    {"adopted", adopted},
                    {"pretrained", c->pretrained_tensor},
+                   {"pretrained_loader", c->pretrained_loader},
+                   {"pretrained_arguments", std::move(loader_arguments)},
                    {"shown", c->shown},
                    {"families", families}});
   }
@@ -200,20 +214,21 @@ at::Tensor adopt(c10::string_view module, c10::string_view text, c10::string_vie
   TORCH_CHECK_VALUE(false, "[", c.module, "] takes no tensor '", name, "'");
 }
 
-// The settings of a module holding `weight` as its pretrained_tensor (sizes from its shape).
-std::string pretrained(c10::string_view module, const at::Tensor& weight, c10::string_view text) {
-  const FamilyContract& c = contract_of(module);
-  TORCH_CHECK_VALUE(c.pretrained, "[", c.module, "] has no pretrained tensor");
-  return c.complete(c.pretrained(weight, settings_of(text))).to_json();
+// The settings of a module holding `weight` as its pretrained_tensor (sizes from its shape), and that
+// state entry as made from the weight.
+std::tuple<std::string, at::Tensor> pretrained(c10::string_view module, const at::Tensor& weight,
+                                               c10::string_view text) {
+  auto [settings, value] = contract_of(module).load_pretrained(weight, settings_of(text));
+  return {settings.to_json(), std::move(value)};
 }
 
 at::Tensor call(c10::string_view module, c10::string_view text, at::TensorList state, c10::string_view method,
                 int64_t q_len, int64_t k_len, c10::optional<at::ScalarType> dtype,
-                const c10::optional<at::Tensor>& positions) {
+                const c10::optional<at::Tensor>& positions, int64_t max_distance) {
   const FamilyContract& c = contract_of(module);
   const FamilySettings s = settings_of(text);
   MethodCall arguments;
-  arguments.q_len = q_len, arguments.k_len = k_len;
+  arguments.q_len = q_len, arguments.k_len = k_len, arguments.max_distance = max_distance;
   if (dtype) arguments.dtype = *dtype;
   if (detail::given(positions)) arguments.positions = *positions;
   return c.call(to_std(method), s, checked_state(c, s, state), arguments);
@@ -251,6 +266,24 @@ at::Tensor embed(c10::string_view module, c10::string_view text, at::TensorList 
   return c.embed(s, checked_state(c, s, state), call);
 }
 
+// The relative-vectors point: the extra logit terms of q and k, and the value vectors of probs.
+at::Tensor relative_logits(c10::string_view module, c10::string_view text, at::TensorList state, const at::Tensor& q,
+                           const at::Tensor& k) {
+  const FamilyContract& c = contract_of(module);
+  const FamilySettings s = settings_of(text);
+  TORCH_CHECK_VALUE(c.relative_logits, "[", c.module, "] acts at the ", c.point(),
+                    " point, not at the relative-vectors point");
+  return c.relative_logits(s, checked_state(c, s, state), q, k);
+}
+
+at::Tensor relative_values(c10::string_view module, c10::string_view text, at::TensorList state,
+                           const at::Tensor& probs) {
+  const FamilyContract& c = contract_of(module);
+  const FamilySettings s = settings_of(text);
+  TORCH_CHECK(c.relative_values && c.has_values && c.has_values(s), "[", c.module, "] has no value vectors");
+  return c.relative_values(s, checked_state(c, s, state), probs);
+}
+
 // The repr's arguments, in Python's words (True / False).
 std::string describe(c10::string_view module, c10::string_view text) {
   return contract_of(module).describe(settings_of(text), "True", "False");
@@ -276,6 +309,8 @@ TORCH_LIBRARY_IMPL(posenc, CompositeImplicitAutograd, m) {
   m.impl("family_call", &call);
   m.impl("family_rotate", &rotate);
   m.impl("family_embed", &embed);
+  m.impl("family_relative_logits", &relative_logits);
+  m.impl("family_relative_values", &relative_values);
   m.impl("family_keywords", &keywords);
   m.impl("family_adopt", &adopt);
   m.impl("family_pretrained", &pretrained);

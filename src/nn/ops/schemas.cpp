@@ -319,6 +319,12 @@ TORCH_LIBRARY(posenc, m) {
         for (const auto& e : self->spec.entries) counts.push_back(posenc::nn::term_entry_tensors(e));
         return counts;
       })
+      // Per entry, its sizes as [max_distance, grid_height, grid_width] (0 where the kind has none).
+      .def("entry_sizes", [](const Spec& self) {
+        std::vector<std::vector<int64_t>> sizes;
+        for (const auto& e : self->spec.entries) sizes.push_back({e.max_distance, e.grid_height, e.grid_width});
+        return sizes;
+      })
       // Pickled as its entries, (kind, max_distance, grid_height, grid_width) each and the tile kinds'
       // names in entry order (empty for the other kinds): copy.deepcopy, torch.save and TorchScript keep a spec.
       .def_pickle(
@@ -365,7 +371,7 @@ TORCH_LIBRARY(posenc, m) {
   m.def("family_terms(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType compute) "
         "-> (Tensor[], " POSENC_TERM_SPEC ")");
   m.def("family_call(str module, str settings, Tensor[] state, str method, int q_len=0, int k_len=0, "
-        "ScalarType? dtype=None, Tensor? positions=None) -> Tensor");
+        "ScalarType? dtype=None, Tensor? positions=None, int max_distance=0) -> Tensor");
   m.def("family_rotate(str module, str settings, Tensor[] state, Tensor[] inputs, Tensor? positions=None) "
         "-> Tensor[]");
   m.def("family_embed(str module, str settings, Tensor[] state, int[] sizes, Tensor? positions=None, int start=0, "
@@ -375,5 +381,7 @@ TORCH_LIBRARY(posenc, m) {
   m.def("family_keywords(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType dtype) "
         "-> Tensor[]");
   m.def("family_adopt(str module, str settings, str name, Tensor value) -> Tensor");
-  m.def("family_pretrained(str module, Tensor weight, str settings) -> str");
+  m.def("family_relative_logits(str module, str settings, Tensor[] state, Tensor q, Tensor k) -> Tensor");
+  m.def("family_relative_values(str module, str settings, Tensor[] state, Tensor probs) -> Tensor");
+  m.def("family_pretrained(str module, Tensor weight, str settings) -> (str, Tensor)");
 }
