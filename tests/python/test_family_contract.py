@@ -60,7 +60,7 @@ def test_module_behaves_as_a_module():
     buffer = io.BytesIO()
     torch.save(m, buffer)
     buffer.seek(0)
-    again = torch.load(buffer)
+    again = torch.load(buffer, weights_only=False)  # a whole module (torch 2.6 loads weights only by default)
     assert type(again) is pnn.KerpleBias and torch.equal(again(2, 2), m(2, 2))
     fresh = pnn.KerpleBias(2, kind="power", causal=True)
     fresh.load_state_dict(m.state_dict())
@@ -153,3 +153,40 @@ def test_input_point_is_generated_with_the_modules_names_and_dtypes():
     assert frozen.weight.dtype == torch.float64 and not frozen.weight.requires_grad and frozen.max_positions == 5
     with pytest.raises(ValueError, match=r"^\[learned\] position 6 is outside the table of 6 rows \(valid 0\.\.5\)"):
         m(torch.tensor([6]))
+
+
+def test_relative_point_is_generated_with_the_modules_names_and_draws():
+    assert MODULES["ShawRelative"]["point"] == "relative vectors"
+    assert str(inspect.signature(pnn.ShawRelative)) == (
+        "(max_distance, head_dim, *, num_heads=0, values=True, init_std=0.02, key_logits=False)")
+    assert str(inspect.signature(pnn.TransformerXLRelative)) == (
+        "(num_heads, head_dim, *, base=10000.0, init_std=0.02, model_dim=None)")
+    assert str(inspect.signature(pnn.ShawRelative.forward)) == "(self, q, k)"
+    # Shaw's draws in the authors' order (keys, then values), the setting `values` as values_enabled.
+    torch.manual_seed(6)
+    shaw = pnn.ShawRelative(2, 4, num_heads=3)
+    torch.manual_seed(6)
+    keys, values = torch.empty(3, 5, 4).normal_(0.0, 0.02), torch.empty(3, 5, 4).normal_(0.0, 0.02)
+    assert torch.equal(shaw.key_table.detach(), keys) and torch.equal(shaw.value_table.detach(), values)
+    assert list(shaw.state_dict()) == ["key_table", "value_table"] and shaw.values_enabled is True
+    assert callable(shaw.values) and shaw.num_heads == 3 and shaw.head_dim == 4
+    # NEZHA's omega: a buffer unless learnable; the shared table has no heads of its own.
+    nezha = pnn.SinusoidalRelative(3, 8)
+    assert [n for n, _ in nezha.named_buffers()] == ["omega"] and nezha.num_heads == 0
+    assert [n for n, _ in pnn.SinusoidalRelative(3, 8, learnable=True).named_parameters()] == ["omega"]
+    # XL's model_dim None is num_heads * head_dim; its table method takes the reach K.
+    xl = pnn.TransformerXLRelative(2, 4)
+    assert xl.model_dim == 8 and xl.table(3).shape == (2, 7, 4) and xl.table(3, torch.float64).dtype == torch.float64
+    kwargs = xl.attention_kwargs(3, 5)
+    assert sorted(kwargs) == ["max_distance", "rel_k", "xl_u", "xl_v"] and kwargs["max_distance"] == 4
+    grid = pnn.Relative2d(2, 3, 4).attention_kwargs(6, 6)
+    assert list(grid) == ["rel_2d"] and grid["rel_2d"][2:] == (2, 3)
+    # The module traces, copies and converts as any module.
+    q, k = torch.randn(1, 3, 4, 4), torch.randn(1, 3, 5, 4)
+    traced = torch.jit.trace(shaw, (q, k))
+    assert torch.equal(traced(q, k), shaw(q, k))
+    assert copy.deepcopy(shaw).double()(q.double(), k.double()).dtype == torch.float64
+    shaw(q, k).sum().backward()
+    assert shaw.key_table.grad is not None and shaw.value_table.grad is None
+    with pytest.raises(RuntimeError, match=r"^\[TransformerXLRelative\] has no value vectors"):
+        xl.values(torch.zeros(1, 2, 3, 3))

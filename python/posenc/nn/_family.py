@@ -28,6 +28,7 @@ _ops = torch.ops.posenc
 _KEYWORDS = {"offset_rows": "offset_bias", "grid_rows": "grid_bias", "dense_bias": "bias", "relative_keys": "rel_k",
              "relative_values": "rel_v", "relative_queries": "rel_q", "relative_index": "rel_index",
              "content_shift": "xl_u", "relative_shift": "xl_v"}
+_TABLES = ("relative_keys", "relative_values", "relative_queries", "relative_index")  # they share K
 
 
 def _json(settings):
@@ -200,7 +201,7 @@ class FamilyModule(nn.Module):
                 kwargs["rel_2d"] = (*taken, height, width)
             else:
                 kwargs[_KEYWORDS.get(kind, entry)] = taken[0]
-                if kind.startswith("relative_"):
+                if kind in _TABLES:
                     kwargs["max_distance"] = max_distance
         return kwargs
 
