@@ -15,7 +15,6 @@ endmacro()
 
 posenc_family(sinusoidal)  # its kernels: the shared sinusoidal*.cpp
 posenc_family(learned)
-posenc_family(fourier_features)  # scratch: the input kind on the contract alone
 posenc_family(rope)     # its kernels: the shared rope*.cpp
 posenc_family(mrope)    # axial RoPE and M-RoPE, on the shared rope kernels
 posenc_family(query_temperature)
