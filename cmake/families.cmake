@@ -28,5 +28,4 @@ posenc_family(shaw)               # relative vectors, on the shared relative ker
 posenc_family(sinusoidal_relative)
 posenc_family(transformer_xl)
 posenc_family(relative_2d)        # its kernel: the shared relative_2d.cpp
-posenc_family(bucketed_relative)  # scratch: the relative kind on the contract alone
 posenc_family(deberta KERNEL deberta.cpp)
