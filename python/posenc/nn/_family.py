@@ -133,26 +133,6 @@ class FamilyModule(nn.Module):
         settings = _loads(_ops.family_preset(name, num_heads, head_dim, causal))
         return cls(**{k: v for k, v in settings.items() if k not in cls._contract["adopted"]})
 
-    @classmethod
-    def _from_pretrained(cls, weight, *, freeze=False, **settings):
-        """The module holding a copy of a checkpoint's tensor (as its contract converts it), its sizes read
-        from the tensor's shape; freeze stops its gradient; settings as the constructor's, and the loader's
-        own keywords."""
-        contract = cls._contract
-        if not contract["pretrained"]:
-            raise TypeError(f"[{contract['module']}] has no pretrained tensor")
-        if not isinstance(weight, torch.Tensor):
-            raise TypeError(f"[{contract['module']}] weight must be a tensor, got {type(weight).__name__}")
-        known = contract["settings"] + contract["pretrained_arguments"]
-        given = {key: _typed(contract["module"], s, settings[key]) for s in known
-                 for key in [s["name"]] if key in settings}
-        text, value = _ops.family_pretrained(contract["module"], weight, _json(given))
-        settings = _loads(text)
-        module = cls(**{k: v for k, v in settings.items() if k not in contract["adopted"]})
-        entry = next(e for e in contract["state"] if e["name"] == contract["pretrained"])
-        setattr(module, entry["python_name"], nn.Parameter(value.detach().clone(), requires_grad=not freeze))
-        return module
-
     def _state(self):
         """The present tensors, in the contract's order (what the family ops take)."""
         return [t for t in (getattr(self, e["python_name"]) for e in self._contract["state"]) if t is not None]
@@ -207,6 +187,38 @@ class FamilyModule(nn.Module):
 
     def extra_repr(self):
         return _ops.family_describe(self._contract["module"], self._settings)
+
+
+def _from_pretrained(cls, weight, *, freeze=False, **settings):
+    """The module holding a copy of a checkpoint's tensor (as its contract converts it), its sizes read
+    from the tensor's shape; freeze stops its gradient; settings as the constructor's, and the loader's
+    own keywords."""
+    contract = cls._contract
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"[{contract['module']}] weight must be a tensor, got {type(weight).__name__}")
+    known = contract["settings"] + contract["pretrained_arguments"]
+    given = {key: _typed(contract["module"], s, settings[key]) for s in known
+             for key in [s["name"]] if key in settings}
+    text, value = _ops.family_pretrained(contract["module"], weight, _json(given))
+    settings = _loads(text)
+    module = cls(**{k: v for k, v in settings.items() if k not in contract["adopted"]})
+    entry = next(e for e in contract["state"] if e["name"] == contract["pretrained"])
+    setattr(module, entry["python_name"], nn.Parameter(value.detach().clone(), requires_grad=not freeze))
+    return module
+
+
+def _loader(contract):
+    """The contract's pretrained loader as a classmethod, named and documented from the catalog."""
+    def loader(cls, weight, *, freeze=False, **settings):
+        return _from_pretrained(cls, weight, freeze=freeze, **settings)
+    loader.__name__ = contract["pretrained_loader"]
+    own = contract["pretrained_arguments"]
+    lines = [f"The module holding a copy of a checkpoint's tensor as its {contract['pretrained']}, its sizes read "
+             "from the tensor's shape; freeze stops its gradient; settings as the constructor's" + (", and:" if own
+                                                                                                     else ".")]
+    lines += [f"    {a['name']} ({a['type']} = {a['default']!r}): {a['meaning']}" for a in own]
+    loader.__doc__ = "\n".join(lines)
+    return classmethod(loader)
 
 
 def _entries(spec):
@@ -384,8 +396,7 @@ def generate(module_name):
             namespace["logits"] = _relative_logits
             namespace["values"] = _relative_values
         if contract["pretrained"]:
-            loader = classmethod(FamilyModule._from_pretrained.__func__)
-            namespace[contract["pretrained_loader"]] = loader
+            namespace[contract["pretrained_loader"]] = _loader(contract)
         if contract["forward"] == "rotate":
             namespace["_forward_signature"] = _rotate_signature(contract)
             namespace["forward"] = _point_forward(_rotate, namespace["_forward_signature"], "The query/key point: "
