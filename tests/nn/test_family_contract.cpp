@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "posenc/nn/cope_bias.h"
+#include "posenc/nn/deberta_relative.h"
 #include "posenc/nn/encoding_registry.h"
 #include "posenc/nn/family_module.h"
 #include "posenc/nn/fire_bias.h"
@@ -148,6 +149,67 @@ TEST(FamilyContract, TheRelativeHolderByNameIsTheTypedModule) {
                            "[TransformerXLRelative] has no value vectors");
 }
 
+// Submodules (torch's own Linear and LayerNorm, whose constructors draw before the contract), tensors
+// borrowed from the layer, a list-of-words setting and a view of the terms: DeBERTa's holder by name is the
+// typed module, and each is refused by name.
+TEST(FamilyContract, SubmodulesBorrowedTensorsAndWordLists) {
+  at::manual_seed(8);
+  DebertaRelative typed(DebertaRelativeOptions(2, 4).c2p(false));
+  at::manual_seed(8);
+  FamilyRelative held("DebertaRelative", FamilySettings()
+                                             .set("num_heads", int64_t{2})
+                                             .set("head_dim", int64_t{4})
+                                             .set("pos_att_type", std::vector<std::string>{"p2c"}));
+  EXPECT_EQ(held->named_parameters().keys(),
+            (std::vector<std::string>{"rel_embeddings", "norm_rel_ebd.weight", "norm_rel_ebd.bias",
+                                      "pos_query_proj.weight", "pos_query_proj.bias"}));
+  EXPECT_TRUE(std::dynamic_pointer_cast<torch::nn::LinearImpl>(held->submodule("pos_query_proj")));
+  EXPECT_FALSE(held->submodule("pos_key_proj"));
+  EXPECT_TRUE(at::equal(typed->pos_query_proj->weight, held->tensor("pos_query_proj.weight")));
+  // The state is the submodule's own tensor: the contract's reset draws into the Linear.
+  EXPECT_TRUE(held->tensor("pos_query_proj.weight").is_same(held->submodule("pos_query_proj")->named_parameters()["weight"]));
+  const at::Tensor before = typed->pos_query_proj->weight.clone();
+  typed->reset_parameters();
+  EXPECT_FALSE(at::equal(before, typed->pos_query_proj->weight));
+  EXPECT_TRUE(at::equal(typed->pos_query_proj->weight, typed->tensor("pos_query_proj.weight")));
+  expect_value_error([&] { held->call("tables"); },
+                     "[DebertaRelative] tables is a view of the module's attention terms: read them with add_terms");
+
+  // share_att_key borrows the layer's projections, checked against the contract's shapes.
+  DebertaRelative shared(DebertaRelativeOptions(2, 4).share_att_key(true));
+  EXPECT_EQ(shared->named_parameters().keys(),
+            (std::vector<std::string>{"rel_embeddings", "norm_rel_ebd.weight", "norm_rel_ebd.bias"}));
+  expect_value_error([&] { shared->tables(at::kFloat); },
+                     "[DebertaRelative] share_att_key needs the attention layer's q/k projections (MultiheadAttention "
+                     "hands them over), got none");
+  expect_value_error([&] { shared->share_projections(torch::nn::Linear(8, 8), torch::nn::Linear(4, 8)); },
+                     "[DebertaRelative] the layer's k_proj.weight must have shape [8, 8], got [8, 4]");
+  torch::nn::Linear q_proj(torch::nn::LinearOptions(8, 8).bias(false)), k_proj(8, 8);
+  shared->share_projections(q_proj, k_proj);
+  const auto [pos_key, pos_query] = shared->tables(at::kDouble);
+  const at::Tensor rel = at::layer_norm(shared->rel_embeddings().to(at::kDouble), {8}, {}, {}, 1e-7);
+  EXPECT_TRUE(at::allclose(pos_query, at::linear(rel, q_proj->weight.to(at::kDouble)).view({-1, 2, 4}).permute({1, 0, 2}),
+                           1e-12, 1e-12));
+  EXPECT_TRUE(at::allclose(pos_key, at::linear(rel, k_proj->weight.to(at::kDouble), k_proj->bias.to(at::kDouble))
+                                        .view({-1, 2, 4})
+                                        .permute({1, 0, 2}),
+                           1e-12, 1e-12));
+
+  const FamilyContract& deberta = family_contract("DebertaRelative");
+  const FamilySettings base = FamilySettings().set("num_heads", int64_t{2}).set("head_dim", int64_t{4});
+  FamilySettings words = base;
+  words.set("pos_att_type", std::vector<std::string>{"c2p", "c2c"});
+  expect_value_error([&] { deberta.complete(words); },
+                     "[DebertaRelative] pos_att_type must hold only 'c2p' and 'p2c', got 'c2c'");
+  words.set("pos_att_type", std::string("c2p"));
+  expect_error<c10::TypeError>([&] { deberta.complete(words); },
+                               "[DebertaRelative] pos_att_type must be a list of strings, got 'c2p'");
+  const FamilySettings s = deberta.complete(base);
+  EXPECT_EQ(FamilySettings::from_json(s.to_json(), "test").words("pos_att_type"),
+            (std::vector<std::string>{"p2c", "c2p"}));
+  EXPECT_EQ(s.integer("model_dim"), 8);
+}
+
 TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
   const FamilyContract& kerple = family_contract("KerpleBias");
   expect_value_error([&] { kerple.complete(FamilySettings().set("num_heads", int64_t{2}).set("rank", int64_t{3})); },
@@ -170,7 +232,7 @@ TEST(FamilyContract, BadSettingsAndStateAreRefusedByName) {
                      "[KerpleBias] r2 must have shape [2], got [3]");
   expect_value_error([] { family_contract("NoSuchBias"); },
                      "[family] unknown module 'NoSuchBias'; known: AlibiBias, AlibiBias2d, ContinuousPositionBias2d, "
-                     "CopeBias, DynamicPositionBias, FireBias, KerpleBias, LearnableSinusoidalEncoding, LearnedEncoding, "
+                     "CopeBias, DebertaRelative, DynamicPositionBias, FireBias, KerpleBias, LearnableSinusoidalEncoding, LearnedEncoding, "
                      "MultimodalRotaryEmbedding, QueryTemperature, Relative2d, RotaryEmbedding, RotaryEmbeddingAxial, "
                      "ShawRelative, SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, SinusoidalRelative, "
                      "T5Bias, T5Bias2d, TransformerXLRelative");

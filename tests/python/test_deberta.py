@@ -178,8 +178,8 @@ def test_share_att_key_reads_the_layers_projections():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"position_buckets": 300, "max_relative_positions": 256},
-     "[deberta_row_index] position_buckets must be <= max_relative_positions, got 300 > 256"),
-    ({"position_buckets": 1}, "[deberta_row_index] position_buckets must be 0 (no buckets) or >= 2, got 1"),
+     "[DebertaRelative] position_buckets must be <= max_relative_positions, got 300 > 256"),
+    ({"position_buckets": 1}, "[DebertaRelative] position_buckets must be 0 (no buckets) or >= 2, got 1"),
     ({"pos_att_type": ()}, "[DebertaRelative] pos_att_type must hold c2p or p2c, got neither"),
     ({"pos_att_type": ("c2c",)}, "[DebertaRelative] pos_att_type must hold only 'c2p' and 'p2c', got 'c2c'"),
     ({"share_att_key": True, "model_dim": 8},
@@ -189,6 +189,13 @@ def test_errors(kwargs, message):
     with pytest.raises(ValueError) as e:
         pnn.DebertaRelative(2, 8, **kwargs)
     assert str(e.value).split("\n")[0] == message
+
+
+def test_pos_att_type_is_a_list_of_words():
+    with pytest.raises(TypeError) as e:
+        pnn.DebertaRelative(2, 8, pos_att_type="c2p")
+    assert str(e.value) == "[DebertaRelative] pos_att_type must be a list of strings, got 'c2p'"
+    assert pnn.DebertaRelative(2, 8, pos_att_type=["c2p"]).pos_att_type == ["c2p"]
 
 
 def test_attention_index_errors():

@@ -190,3 +190,44 @@ def test_relative_point_is_generated_with_the_modules_names_and_draws():
     assert shaw.key_table.grad is not None and shaw.value_table.grad is None
     with pytest.raises(RuntimeError, match=r"^\[TransformerXLRelative\] has no value vectors"):
         xl.values(torch.zeros(1, 2, 3, 3))
+
+
+def test_deberta_is_generated_with_its_submodules_borrowed_projections_and_draws():
+    assert issubclass(pnn.DebertaRelative, pnn.FamilyModule)
+    assert str(inspect.signature(pnn.DebertaRelative)) == (
+        "(num_heads, head_dim, *, model_dim=0, position_buckets=256, max_relative_positions=512, "
+        "pos_att_type=['p2c', 'c2p'], share_att_key=False, norm_rel_ebd=True, layer_norm_eps=1e-07, init_std=0.02)")
+    assert "q_proj.weight (the layer's, borrowed)" in pnn.DebertaRelative.__doc__
+    # The draws of a module that builds two Linears and then draws its table and resets them (HF's order).
+    torch.manual_seed(9)
+    m = pnn.DebertaRelative(2, 4, position_buckets=4, max_relative_positions=8)
+    torch.manual_seed(9)
+    key, query = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+    rel = torch.empty(8, 8).normal_(0.0, 0.02)
+    key.reset_parameters(), query.reset_parameters()
+    assert torch.equal(m.rel_embeddings.detach(), rel)
+    for mine, want in ((m.pos_key_proj, key), (m.pos_query_proj, query)):
+        assert isinstance(mine, torch.nn.Linear)
+        assert torch.equal(mine.weight.detach(), want.weight.detach()) and torch.equal(mine.bias, want.bias)
+    assert isinstance(m.norm_rel_ebd, torch.nn.LayerNorm) and m.norm_rel_ebd.eps == 1e-7
+    assert m.norm_rel_ebd_enabled is True and m.model_dim == 8 and m.scale_factor == 3.0
+    assert list(m.state_dict()) == ["rel_embeddings", "norm_rel_ebd.weight", "norm_rel_ebd.bias", "pos_key_proj.weight",
+                                    "pos_key_proj.bias", "pos_query_proj.weight", "pos_query_proj.bias"]
+    # tables() is a view of the terms; one term off leaves its half None and its projection absent.
+    pos_key, pos_query = m.tables(torch.float64)
+    assert pos_key.shape == (2, 8, 4) and pos_query.dtype == torch.float64
+    c2p = pnn.DebertaRelative(2, 4, pos_att_type=("c2p",))
+    assert c2p.tables()[1] is None and c2p.pos_query_proj is None and c2p.scale_factor == 2.0
+    # share_att_key reads the layer's projections by reference: trained with the layer, copied with it.
+    layer = pnn.MultiheadAttention(8, 2, encoding=pnn.DebertaRelative(2, 4, share_att_key=True))
+    shared = layer.relative
+    assert shared.pos_key_proj is None and shared._borrowed["k_proj"] is layer.k_proj
+    x = torch.randn(1, 5, 8)
+    layer(x).sum().backward()
+    assert layer.k_proj.weight.grad is not None and shared.rel_embeddings.grad is not None
+    twin = copy.deepcopy(layer)
+    assert twin.relative._borrowed["q_proj"] is twin.q_proj
+    assert torch.equal(twin(x), layer(x))
+    assert twin.double()(x.double()).dtype == torch.float64
+    traced = torch.jit.trace(layer, (x,))
+    assert torch.equal(traced(x), layer(x))

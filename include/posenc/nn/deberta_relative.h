@@ -21,11 +21,10 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
-#include <ostream>
 #include <utility>
 
 #include "posenc/kernels/deberta.h"
-#include "posenc/nn/relative_encodings.h"
+#include "posenc/nn/family_module.h"
 
 namespace posenc::nn {
 
@@ -44,21 +43,20 @@ struct DebertaRelativeOptions {
   TORCH_ARG(double, init_std) = 0.02;                // rel_embeddings ~ N(0, init_std^2), HF's initializer_range
 };
 
-class DebertaRelativeImpl : public RelativeEncodingImpl {
+// On the family contract (src/nn/families/deberta.cpp): a typed front end of FamilyRelative, whose holder
+// builds the submodules norm_rel_ebd (LayerNorm), pos_key_proj and pos_query_proj (Linear) and borrows the
+// layer's q_proj / k_proj for share_att_key.
+class DebertaRelativeImpl : public FamilyRelativeImpl {
  public:
   // Throws c10::ValueError with kernels::validate_deberta's messages under "[DebertaRelative]", and
   // "[DebertaRelative] pos_att_type must hold c2p or p2c, got neither",
   // "[DebertaRelative] share_att_key needs model_dim = num_heads * head_dim = 64, got 32".
   explicit DebertaRelativeImpl(const DebertaRelativeOptions& options);
 
-  // rel_embeddings ~ N(0, init_std^2), LayerNorm to (1, 0), the projections as torch's Linear.
-  void reset_parameters();
-  // c2p + p2c (B, H, Tq, Tk), unscaled (the layer scales the sum by 1/sqrt(Dh * scale_factor())).
-  at::Tensor logits(const at::Tensor& q, const at::Tensor& k) override;
-  // rel_k = pos_key (c2p), rel_q = pos_query (p2c), rel_index over max(Tq, Tk) - 1 offsets, scale_factor.
-  void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
-  void share_projections(const torch::nn::Linear& query, const torch::nn::Linear& key) override;
-  void pretty_print(std::ostream& stream) const override;
+  // reset_parameters(): rel_embeddings ~ N(0, init_std^2), LayerNorm to (1, 0), the projections as torch's
+  // Linear. logits(q, k): c2p + p2c (B, H, Tq, Tk), unscaled (the layer scales the sum by
+  // 1/sqrt(Dh * scale_factor())). add_terms: rel_k = pos_key (c2p), rel_q = pos_query (p2c), rel_index over
+  // max(Tq, Tk) - 1 offsets, scale_factor. share_projections: the layer's q/k projections (share_att_key).
 
   const DebertaRelativeOptions& options() const noexcept { return options_; }
   kernels::DebertaParams params() const noexcept {
@@ -72,16 +70,12 @@ class DebertaRelativeImpl : public RelativeEncodingImpl {
   // float32 parameters: "rel_embeddings" [2 span, model_dim]; "norm_rel_ebd" (LayerNorm) when
   // options().norm_rel_ebd(); "pos_key_proj" / "pos_query_proj" (Linear model_dim -> H * Dh) when
   // not share_att_key and the term is on.
-  const at::Tensor& rel_embeddings() const noexcept { return rel_embeddings_; }
+  const at::Tensor& rel_embeddings() const { return tensor("rel_embeddings"); }
   torch::nn::LayerNorm norm{nullptr};
   torch::nn::Linear pos_key_proj{nullptr}, pos_query_proj{nullptr};
 
  private:
   DebertaRelativeOptions options_;
-  int64_t model_dim_;
-  at::Tensor rel_embeddings_;
-  // The layer's projections when share_att_key (not registered here: the layer owns them).
-  torch::nn::Linear shared_query_{nullptr}, shared_key_{nullptr};
 };
 
 TORCH_MODULE(DebertaRelative);

@@ -45,12 +45,14 @@ struct SettingJson {
 };
 
 // A setting's value; std::monostate is None (an optional setting left unset).
-using SettingValue = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>, SettingJson>;
+using SettingValue = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>, SettingJson,
+                                  std::vector<std::string>>;
 
 // kTensor: a tensor the caller may give for the state entry of the same name (FamilyContract::adopted);
 // its value is a flag saying whether it was given. kIntegers: a list of ints (M-RoPE's sections).
-// kMapping: a dict, or a list of dicts (SettingJson).
-enum class SettingType { kFlag, kInteger, kReal, kWord, kTensor, kIntegers, kMapping };
+// kMapping: a dict, or a list of dicts (SettingJson). kWords: a list of strings, each among `words` (DeBERTa's
+// pos_att_type).
+enum class SettingType { kFlag, kInteger, kReal, kWord, kTensor, kIntegers, kMapping, kWords };
 
 // An integer setting with no lower bound of its own (its family's check says more).
 inline constexpr int64_t kAnyInteger = INT64_MIN;
@@ -59,7 +61,7 @@ struct SettingSpec {
   std::string name;
   SettingType type = SettingType::kReal;
   SettingValue default_value;      // monostate: required when positional, else an optional left unset
-  std::vector<std::string> words;  // kWord: the admissible values, in the order messages list them (none: any)
+  std::vector<std::string> words;  // kWord, kWords: the admissible values, in the order messages list them (none: any)
   std::string meaning;             // one line for the docstring
   bool positional = false;         // before the `*` in Python (num_heads, head_dim)
   std::optional<int64_t> minimum;  // kInteger: checked by the holder, "[Name] hidden must be >= 1, got 0"
@@ -75,6 +77,8 @@ SettingSpec word_setting(std::string name, std::vector<std::string> words, std::
 SettingSpec optional_integer_setting(std::string name, std::string meaning, int64_t minimum);  // default None
 SettingSpec integers_setting(std::string name, std::string meaning);  // default None
 SettingSpec mapping_setting(std::string name, std::string meaning);   // default None
+SettingSpec words_setting(std::string name, std::vector<std::string> words, std::vector<std::string> default_value,
+                          std::string meaning);
 
 // The values of every setting of one module, by name, in the contract's order.
 class FamilySettings {
@@ -92,6 +96,8 @@ class FamilySettings {
   std::optional<int64_t> optional_integer(std::string_view name) const;
   std::vector<int64_t> integers(std::string_view name) const;  // None: empty
   const SettingJson* mapping(std::string_view name) const;     // None: nullptr
+  const std::vector<std::string>& words(std::string_view name) const;
+  bool holds_word(std::string_view name, std::string_view word) const;  // a kWords setting lists it
   const std::vector<std::pair<std::string, SettingValue>>& values() const noexcept { return values_; }
 
   // {"num_heads": 4, "kind": "log", "r1": null, ...} and back.
@@ -108,12 +114,32 @@ class FamilySettings {
 // (LearnedEncoding's table is `weight` there, as nn.Embedding and Hugging Face name it).
 // parameter_when: a flag setting making the tensor a parameter when true and a buffer when false
 // (SinusoidalRelative's omega is trained only when learnable); empty: `parameter` decides.
+// present_if: instead of `when`, when presence reads more than one flag (DeBERTa's pos_key_proj: its
+// c2p term on and share_att_key off).
+// A name "<sub>.<tensor>" is a tensor of the submodule <sub> (FamilyContract::submodules).
+// borrowed: a tensor of the attention layer the module reads but does not own, never drawn or registered:
+// "q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias" are the layer's query and key projections
+// (DeBERTa's share_att_key); until the layer hands them over (share_projections) they are undefined.
 struct StateSpec {
   std::string name;
   bool parameter = true;
   std::string when = {};
   std::string python_name = {};
   std::string parameter_when = {};
+  std::function<bool(const FamilySettings&)> present_if = {};
+  bool borrowed = false;
+};
+
+// A submodule a module owns, one of torch's own kinds so that callers use it as one (DeBERTa's pos_key_proj
+// is a Linear, called on its own): its tensors are the state entries "<name>.<tensor>". A holder builds it
+// before the contract's draws, with torch's constructor (whose draws come first, as in a module that
+// builds a Linear), then gives its tensors the contract's values.
+//   kind "Linear":    weight [out, in], bias [out] (bias absent: bias=False)
+//   kind "LayerNorm": weight and bias of the normalised shape, eps from the real setting `eps`
+struct SubmoduleSpec {
+  std::string name;
+  std::string kind;
+  std::string eps = {};
 };
 
 // The tensors of one module, in the contract's state order; an absent one (`when` false) is undefined.
@@ -158,6 +184,7 @@ struct FamilyContract {
   std::string summary;  // the docstring's first paragraph
   std::vector<SettingSpec> settings;
   std::vector<StateSpec> state;
+  std::vector<SubmoduleSpec> submodules;  // in the order the holders build them
   // Settings that follow from others, filled in before the check (RoPE's rotary_dim None: head_dim).
   std::function<void(FamilySettings&)> derive;
   // The settings' own rules (types and integer minimums are checked before).
@@ -220,13 +247,16 @@ struct FamilyContract {
   // Named functions of the state a module offers besides its point (FIRE's "threshold", KERPLE's
   // "project", which acts in place and returns an undefined tensor): C++ and Python methods alike.
   // A property takes no argument and reads as an attribute in Python (RoPE's inv_freq); a 0-d result
-  // reads as a float there.
+  // reads as a float there. A view of the terms (term_entries set, no call) returns the named entries of
+  // the module's attention terms, None where absent (DeBERTa's tables: relative_keys, relative_queries).
   struct Method {
     std::string name;
     std::vector<std::string> arguments;
     std::function<at::Tensor(const FamilySettings&, const FamilyState&, const MethodCall&)> call;
     bool property = false;
     int outputs = 1;  // 2: two results stacked on a new first dimension (RoPE's cos_sin), a pair to callers
+    std::vector<std::string> term_entries = {};
+    bool constant = false;  // a property of the settings alone: Python reads it once, as a plain attribute
   };
   std::vector<Method> methods;
   // The settings the repr shows, in order: KerpleBias(num_heads=4, kind=log, causal=false).
@@ -253,9 +283,12 @@ struct FamilyContract {
   // Whether the tensor `entry` of the state exists for these settings, and whether it is a parameter.
   bool present(const FamilySettings& settings, const StateSpec& entry) const;
   bool trained(const FamilySettings& settings, const StateSpec& entry) const;
-  // The present tensors (as a holder keeps them) back in state order, absent ones undefined; refuses a
-  // state that does not match the settings: "[KerpleBias] state must hold 2 tensors (r1, r2), got 1".
+  // The present tensors (as a holder keeps them) back in state order, absent ones undefined; the borrowed
+  // ones may be left out together (not handed over yet: undefined). Refuses a state that does not match the
+  // settings: "[KerpleBias] state must hold 2 tensors (r1, r2), got 1".
   FamilyState expand_state(const FamilySettings& settings, const std::vector<at::Tensor>& present) const;
+  // The submodule owning the state entry (its name up to the dot), or nullptr.
+  const SubmoduleSpec* submodule_of(const StateSpec& entry) const;
   // The pretrained loader's call: the module's settings (sizes from the weight, the loader's arguments gone)
   // and its state entry made from the weight; `given` holds settings and loader arguments alike.
   std::pair<FamilySettings, at::Tensor> load_pretrained(const at::Tensor& weight, const FamilySettings& given) const;

@@ -15,8 +15,10 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -42,12 +44,18 @@ class FamilyHeld {
   const FamilySettings& settings() const noexcept { return settings_; }
   const FamilyState& state() const noexcept { return state_; }
   const at::Tensor& tensor(std::string_view name) const { return contract_->tensor(state_, name); }
+  // The submodule called name (contract.submodules: a torch Linear or LayerNorm), or nullptr when these
+  // settings give the module none.
+  std::shared_ptr<torch::nn::Module> submodule(std::string_view name) const;
 
  protected:
   FamilyHeld(const FamilyContract& contract, FamilySettings settings)
       : contract_(&contract), settings_(std::move(settings)) {}
-  // The contract's fresh state, its present tensors registered on `owner` (the module itself) under their names.
+  // The contract's fresh state, its present tensors registered on `owner` (the module itself) under their names,
+  // those of a submodule in it (built first, with torch's constructor); borrowed ones left undefined.
   void register_state(torch::nn::Module& owner);
+  // The layer's tensors a contract borrows ("q_proj.weight", ...), checked against the contract's shapes.
+  void borrow(std::string_view prefix, const torch::nn::Module& from);
   // The contract's initial draws again (torch's default generator), under no_grad.
   void reset_state();
   // "posenc::nn::KerpleBias(num_heads=4, kind=log, ...)".
@@ -56,6 +64,7 @@ class FamilyHeld {
   const FamilyContract* contract_;
   FamilySettings settings_;
   FamilyState state_;
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> submodules_;
 };
 
 class FamilyBiasImpl : public AttentionBiasImpl, public FamilyHeld {
@@ -125,6 +134,9 @@ class FamilyRelativeImpl : public RelativeEncodingImpl, public FamilyHeld {
   bool has_values() const override;
   at::Tensor values(const at::Tensor& probs) override;
   void add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) override;
+  // The layer's projections, for a contract that borrows them (its "q_proj.*" / "k_proj.*" entries);
+  // ignored by the others.
+  void share_projections(const torch::nn::Linear& query, const torch::nn::Linear& key) override;
   void pretty_print(std::ostream& stream) const override { print(stream); }
 
  private:

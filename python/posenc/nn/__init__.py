@@ -1,10 +1,9 @@
 """posenc.nn: every posenc encoding as a torch.nn.Module, plus multi-head attention into which they plug.
 
-The input encodings, the rotary embeddings, the query temperature, the logit biases and the relative vectors
-(all but DeBERTa's) are generated from their C++ contracts (include/posenc/nn/family_contract.h, one holder:
-FamilyModule in _family.py); DebertaRelative is Python over the posenc ops, mirroring its C++ module (names of
-parameters, initialisations, error messages). ``import posenc.nn`` works after or instead of
-``import posenc``; docs/python_modules.md documents them.
+Every encoding module is generated from its C++ contract (include/posenc/nn/family_contract.h, one holder:
+FamilyModule in _family.py): the names of its parameters, its initial draws and its messages are the C++
+module's. ``import posenc.nn`` works after or instead of ``import posenc``; docs/python_modules.md documents
+them.
 
     input point      SinusoidalEncoding, SinusoidalEncoding2d, SinusoidalEncoding3d, LearnedEncoding,
                      LearnableSinusoidalEncoding
@@ -21,7 +20,6 @@ import posenc  # noqa: F401  (loads the op library before the modules use torch.
 
 from . import functional
 from .attention import MultiheadAttention
-from .deberta import DebertaRelative
 from .registry import ENCODINGS, parse_encoding
 from ._family import FamilyModule, generate as _generate
 

@@ -1,9 +1,6 @@
 """Shared checks of the posenc.nn modules: one message style, raised once at construction."""
 
-import math
 import operator
-
-import torch
 
 
 def fail(name, message):
@@ -27,19 +24,8 @@ def integer(name, argument, value, *, minimum):
     return number
 
 
-def checked_std(name, value):
-    value = float(value)
-    if not math.isfinite(value) or value < 0:
-        fail(name, f"init_std must be finite and >= 0, got {value:g}")
-    return value
-
-
 def choice(name, argument, value, allowed):
     if value not in allowed:
         fail(name, f"{argument} must be " + " or ".join(f"'{a}'" for a in allowed) + f", got '{value}'")
     return value
 
-
-def compute_dtype(*tensors):
-    """float64 when any tensor is float64, else float32 (posenc's compute rule)."""
-    return torch.float64 if any(t is not None and t.dtype == torch.float64 for t in tensors) else torch.float32

@@ -68,6 +68,10 @@ def _typed(name, setting, value):
             return [operator.index(v) for v in value]
         except TypeError:
             raise TypeError(f"[{name}] {setting['name']} must be a list of ints, got {value!r}") from None
+    if kind == "words":
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return list(value)
+        raise TypeError(f"[{name}] {setting['name']} must be a list of strings, got {value!r}")
     if kind == "mapping":
         if isinstance(value, dict):
             return dict(value)
@@ -102,16 +106,36 @@ class FamilyModule(nn.Module):
         self._settings = _ops.family_settings(name, _json(given))
         self.settings = _loads(self._settings)
         state = {entry["name"] for entry in contract["state"]}
-        present = [entry for entry in contract["state"] if not entry["when"] or self.settings[entry["when"]]]
-        for entry in contract["state"]:
-            if entry not in present:
-                setattr(self, entry["python_name"], None)  # absent for these settings (DPB's norm without norm)
-        for entry, tensor in zip(present, _ops.family_init(name, self._settings)):
-            if self.settings[entry["parameter_when"]] if entry["parameter_when"] else entry["parameter"]:
-                self.register_parameter(entry["python_name"], nn.Parameter(tensor))
+        layout = json.loads(_ops.family_layout(name, self._settings))
+        self._layout = [(e["name"], e["borrowed"], e["shape"]) for e in layout if e["present"]]
+        self._borrowed = None  # the layer's projections, once handed over (share_projections)
+        owned = [e for e in layout if e["present"] and not e["borrowed"]]
+        # Submodules first: their constructors draw before the contract does, as in C++.
+        submodules = {}
+        for sub in contract["submodules"]:
+            entries = [e for e in owned if e["name"].startswith(sub["name"] + ".")]
+            if not entries:
+                setattr(self, sub["name"], None)
+            elif sub["kind"] == "Linear":
+                out_features, in_features = entries[0]["shape"]
+                submodules[sub["name"]] = nn.Linear(in_features, out_features, bias=len(entries) > 1)
             else:
-                self.register_buffer(entry["python_name"], tensor)
-        if contract["point"] == "input" and not present:
+                submodules[sub["name"]] = nn.LayerNorm(entries[0]["shape"], eps=self.settings[sub["eps"]])
+        for entry in layout:
+            if not entry["present"] and "." not in entry["name"]:
+                setattr(self, entry["name"], None)  # absent for these settings (DPB's norm without norm)
+        for entry, tensor in zip(owned, _ops.family_init(name, self._settings)):
+            head, _, tail = entry["name"].partition(".")
+            if tail:
+                with torch.no_grad():
+                    getattr(submodules[head], tail).copy_(tensor)
+            elif entry["parameter"]:
+                self.register_parameter(entry["name"], nn.Parameter(tensor))
+            else:
+                self.register_buffer(entry["name"], tensor)
+        for key, module in submodules.items():
+            setattr(self, key, module)
+        if contract["point"] == "input" and not owned:
             # A fixed table's dtype follows .to() through this empty buffer (float64 stays float64).
             self.register_buffer("_anchor", torch.empty(0), persistent=False)
         attributes = {s["name"]: s["python_name"] for s in contract["settings"]}
@@ -126,6 +150,10 @@ class FamilyModule(nn.Module):
             if not isinstance(tensor, torch.Tensor):
                 tensor = torch.as_tensor(tensor)
             setattr(self, key, _ops.family_adopt(name, self._settings, key, tensor))
+        for method in contract["methods"]:
+            if method["constant"]:  # of the settings alone: a plain attribute (DeBERTa's scale_factor)
+                setattr(self, method["name"], float(_ops.family_call(name, self._settings, self._state(),
+                                                                     method["name"])))
 
     @classmethod
     def from_registry(cls, name, num_heads, head_dim, causal, defaults=None):
@@ -134,8 +162,24 @@ class FamilyModule(nn.Module):
         return cls(**{k: v for k, v in settings.items() if k not in cls._contract["adopted"]})
 
     def _state(self):
-        """The present tensors, in the contract's order (what the family ops take)."""
-        return [t for t in (getattr(self, e["python_name"]) for e in self._contract["state"]) if t is not None]
+        """The present tensors, in the contract's order (what the family ops take); the borrowed ones once the
+        layer handed them over (a projection without bias lends zeros)."""
+        out = []
+        for name, borrowed, shape in self._layout:
+            head, _, tail = name.partition(".")
+            if not borrowed:
+                out.append(getattr(getattr(self, head), tail) if tail else getattr(self, name))
+            elif self._borrowed is not None:
+                module = self._borrowed[head]
+                tensor = getattr(module, tail)
+                out.append(torch.zeros(shape, dtype=module.weight.dtype) if tensor is None else tensor)
+        return out
+
+    def share_projections(self, q_proj, k_proj):
+        """The attention layer's q_proj and k_proj, for a contract that borrows them (DeBERTa's
+        share_att_key: MultiheadAttention hands them over); kept by reference, not registered here."""
+        if any(borrowed for _, borrowed, _ in self._layout):
+            self._borrowed = {"q_proj": q_proj, "k_proj": k_proj}
 
     def _dtype(self, dtype):
         if dtype is not None:
@@ -322,8 +366,24 @@ def _point_forward(call, signature, doc):
     return forward
 
 
+def _term_view(entry):
+    """A method reading the named entries of the module's attention terms, None where absent."""
+    def view(self, dtype=None):
+        tensors, spec = self.attention_terms(1, 1, dtype=dtype)
+        found, at = {}, 0
+        for kind, count, _ in _entries(spec):
+            found[kind.split("(")[0]] = tensors[at]
+            at += count
+        return tuple(found.get(key) for key in entry["term_entries"])
+    view.__name__ = entry["name"]
+    view.__doc__ = f"({', '.join(entry['term_entries'])}) of the module's attention terms, None where absent."
+    return view
+
+
 def _method(entry):
     name, arguments = entry["name"], entry["arguments"]
+    if entry["term_entries"]:
+        return _term_view(entry)
 
     def method(self, *args, **kwargs):
         call = signature.bind(*args, **kwargs)
@@ -370,6 +430,8 @@ def _docstring(contract):
     if contract["state"]:
         lines.append("")
         def kind(t):
+            if t["borrowed"]:
+                return "the layer's, borrowed"
             if t["parameter_when"]:
                 return f"parameter when {t['parameter_when']}, else buffer"
             return "parameter" if t["parameter"] else "buffer"
@@ -406,6 +468,7 @@ def generate(module_name):
             namespace["forward"] = _point_forward(_embed, namespace["_forward_signature"], "The input point: the "
                                                   "table's rows at the positions (or every cell of the grid).")
         for method in contract["methods"]:
-            namespace[method["name"]] = _method(method)
+            if not method["constant"]:
+                namespace[method["name"]] = _method(method)
         classes[contract["module"]] = type(contract["module"], (FamilyModule,), namespace)
     return classes

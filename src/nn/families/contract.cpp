@@ -35,8 +35,25 @@ const char* type_name(SettingType type) noexcept {
     case SettingType::kTensor: return "a tensor";
     case SettingType::kIntegers: return "a list of ints";
     case SettingType::kMapping: return "a dict or a list of dicts";
+    case SettingType::kWords: return "a list of strings";
   }
   return "a value";
+}
+
+// ['p2c', 'c2p']
+std::string words_text(const std::vector<std::string>& words) {
+  std::string out = "[";
+  for (size_t i = 0; i < words.size(); ++i) out += (i ? ", '" : "'") + words[i] + "'";
+  return out + "]";
+}
+
+// 'c2p' and 'p2c' (and: every one may be listed), 'log' or 'power' (or: one of them)
+std::string listed(const std::vector<std::string>& words, const char* last) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    out += (i == 0 ? "'" : i + 1 == words.size() ? std::string(" ") + last + " '" : std::string(", '")) + words[i] + "'";
+  }
+  return out;
 }
 
 std::string value_text(const SettingValue& value) {
@@ -49,6 +66,7 @@ std::string value_text(const SettingValue& value) {
         else if constexpr (std::is_same_v<V, std::string>) out << "'" << v << "'";
         else if constexpr (std::is_same_v<V, std::vector<int64_t>>) out << at::IntArrayRef(v);
         else if constexpr (std::is_same_v<V, SettingJson>) out << v.text;
+        else if constexpr (std::is_same_v<V, std::vector<std::string>>) out << words_text(v);
         else out << v;
       },
       value);
@@ -70,7 +88,9 @@ SettingValue typed(const FamilyContract& contract, const SettingSpec& spec, cons
                   (spec.type == SettingType::kTensor && std::holds_alternative<bool>(value)) ||
                   (spec.type == SettingType::kIntegers && std::holds_alternative<std::vector<int64_t>>(value)) ||
                   (spec.type == SettingType::kMapping && (std::holds_alternative<SettingJson>(value) ||
-                                                          std::holds_alternative<std::vector<int64_t>>(value)));
+                                                          std::holds_alternative<std::vector<int64_t>>(value))) ||
+                  (spec.type == SettingType::kWords && (std::holds_alternative<std::vector<std::string>>(value) ||
+                                                        std::holds_alternative<std::vector<int64_t>>(value)));
   TORCH_CHECK_TYPE(ok, "[", contract.module, "] ", spec.name, " must be ", type_name(spec.type), ", got ",
                    value_text(value));
   if (spec.type == SettingType::kReal && non_finite(value)) return *non_finite(value);
@@ -79,6 +99,17 @@ SettingValue typed(const FamilyContract& contract, const SettingSpec& spec, cons
     TORCH_CHECK_TYPE(std::get<std::vector<int64_t>>(value).empty(), "[", contract.module, "] ", spec.name,
                      " must be ", type_name(spec.type), ", got ", value_text(value));
     return SettingJson{"[]"};
+  }
+  if (spec.type == SettingType::kWords && std::holds_alternative<std::vector<int64_t>>(value)) {
+    TORCH_CHECK_TYPE(std::get<std::vector<int64_t>>(value).empty(), "[", contract.module, "] ", spec.name,
+                     " must be ", type_name(spec.type), ", got ", value_text(value));
+    return std::vector<std::string>{};
+  }
+  if (spec.type == SettingType::kWords && !spec.words.empty()) {
+    for (const std::string& v : std::get<std::vector<std::string>>(value)) {
+      TORCH_CHECK_VALUE(std::find(spec.words.begin(), spec.words.end(), v) != spec.words.end(), "[", contract.module,
+                        "] ", spec.name, " must hold only ", listed(spec.words, "and"), ", got '", v, "'");
+    }
   }
   if (spec.type == SettingType::kReal && std::holds_alternative<int64_t>(value)) {
     return static_cast<double>(std::get<int64_t>(value));
@@ -167,6 +198,14 @@ SettingSpec mapping_setting(std::string name, std::string meaning) {
   return s;
 }
 
+SettingSpec words_setting(std::string name, std::vector<std::string> words, std::vector<std::string> default_value,
+                          std::string meaning) {
+  SettingSpec s;
+  s.name = std::move(name), s.type = SettingType::kWords, s.default_value = std::move(default_value);
+  s.words = std::move(words), s.meaning = std::move(meaning);
+  return s;
+}
+
 // ---------------------------------------------------------------------------
 // FamilySettings
 
@@ -226,6 +265,17 @@ const SettingJson* FamilySettings::mapping(std::string_view name) const {
   return has(name) ? &std::get<SettingJson>(value(name)) : nullptr;
 }
 
+const std::vector<std::string>& FamilySettings::words(std::string_view name) const {
+  static const std::vector<std::string> none;
+  const SettingValue& v = value(name);
+  return std::holds_alternative<std::vector<std::string>>(v) ? std::get<std::vector<std::string>>(v) : none;  // JSON's []
+}
+
+bool FamilySettings::holds_word(std::string_view name, std::string_view word) const {
+  const std::vector<std::string>& all = words(name);
+  return std::find(all.begin(), all.end(), word) != all.end();
+}
+
 std::string FamilySettings::to_json() const {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [key, v] : values_) {
@@ -258,6 +308,8 @@ FamilySettings FamilySettings::from_json(std::string_view text, std::string_view
     else if (v.is_string()) out.set(key, v.get<std::string>());
     else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_number_integer(); })) {
       out.set(key, v.get<std::vector<int64_t>>());
+    } else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_string(); })) {
+      out.set(key, v.get<std::vector<std::string>>());
     } else if (v.is_object() || v.is_array()) {
       out.set(key, SettingJson{v.dump()});
     } else {
@@ -297,7 +349,7 @@ FamilyState FamilyContract::init(const FamilySettings& settings) const {
   const std::vector<std::vector<int64_t>> sizes = shapes(settings);
   FamilyState tensors(state.size());
   for (size_t i = 0; i < state.size(); ++i) {
-    if (present(settings, state[i])) tensors[i] = at::empty(sizes.at(i));
+    if (present(settings, state[i]) && !state[i].borrowed) tensors[i] = at::empty(sizes.at(i));
   }
   at::NoGradGuard no_grad;
   if (reset) reset(settings, tensors);
@@ -312,7 +364,17 @@ const at::Tensor& FamilyContract::tensor(const FamilyState& tensors, std::string
 }
 
 bool FamilyContract::present(const FamilySettings& given, const StateSpec& entry) const {
+  if (entry.present_if) return entry.present_if(given);
   return entry.when.empty() || given.flag(entry.when);
+}
+
+const SubmoduleSpec* FamilyContract::submodule_of(const StateSpec& entry) const {
+  const size_t dot = entry.name.find('.');
+  if (dot == std::string::npos) return nullptr;
+  for (const SubmoduleSpec& sub : submodules) {
+    if (entry.name.compare(0, dot, sub.name) == 0 && sub.name.size() == dot) return &sub;
+  }
+  return nullptr;
 }
 
 bool FamilyContract::trained(const FamilySettings& given, const StateSpec& entry) const {
@@ -321,19 +383,22 @@ bool FamilyContract::trained(const FamilySettings& given, const StateSpec& entry
 
 FamilyState FamilyContract::expand_state(const FamilySettings& given, const std::vector<at::Tensor>& tensors) const {
   std::string names;
-  size_t count = 0;
+  size_t count = 0, borrowed = 0;
   for (const StateSpec& entry : state) {
     if (!present(given, entry)) continue;
     names += (count++ ? ", " : "") + entry.name;
+    borrowed += entry.borrowed ? 1 : 0;
   }
-  TORCH_CHECK_VALUE(tensors.size() == count, "[", module, "] state must hold ", count, " tensors (", names, "), got ",
-                    tensors.size());
+  // Without the borrowed tensors (the layer has not handed them over) or with them.
+  const bool lent = tensors.size() == count;
+  TORCH_CHECK_VALUE(lent || (borrowed > 0 && tensors.size() == count - borrowed), "[", module, "] state must hold ",
+                    count, " tensors (", names, "), got ", tensors.size());
   if (state.empty()) return {};
   const std::vector<std::vector<int64_t>> sizes = shapes(given);
   FamilyState out(state.size());
   size_t next = 0;
   for (size_t i = 0; i < state.size(); ++i) {
-    if (!present(given, state[i])) continue;
+    if (!present(given, state[i]) || (state[i].borrowed && !lent)) continue;
     const at::Tensor& t = tensors[next++];
     TORCH_CHECK_VALUE(t.defined() && t.sizes() == at::IntArrayRef(sizes[i]), "[", module, "] ", state[i].name,
                       " must have shape ", at::IntArrayRef(sizes[i]), ", got ",
@@ -348,7 +413,10 @@ FamilyState FamilyContract::expand_state(const FamilySettings& given, const std:
 at::Tensor FamilyContract::call(std::string_view name, const FamilySettings& given, const FamilyState& tensors,
                                const MethodCall& arguments) const {
   for (const Method& method : methods) {
-    if (method.name == name) return method.call(given, tensors, arguments);
+    if (method.name != name) continue;
+    TORCH_CHECK_VALUE(method.call, "[", module, "] ", name, " is a view of the module's attention terms: read "
+                      "them with add_terms");
+    return method.call(given, tensors, arguments);
   }
   TORCH_CHECK_VALUE(false, "[", module, "] has no method '", name, "'");
 }
@@ -398,6 +466,7 @@ std::string FamilyContract::describe(const FamilySettings& given, const char* tr
           else if constexpr (std::is_same_v<V, bool>) out << (v ? true_word : false_word);
           else if constexpr (std::is_same_v<V, std::vector<int64_t>>) out << at::IntArrayRef(v);
           else if constexpr (std::is_same_v<V, SettingJson>) out << v.text;
+          else if constexpr (std::is_same_v<V, std::vector<std::string>>) out << words_text(v);
           else out << v;
         },
         given.value(shown[i]));

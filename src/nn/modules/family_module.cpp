@@ -7,17 +7,98 @@
 
 #include <ostream>
 #include <string>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 #include <utility>
+#include <vector>
 
 namespace posenc::nn {
 
+namespace {
+
+// The present entries of `sub`, by index into the state.
+std::vector<size_t> entries_of(const FamilyContract& contract, const FamilySettings& settings,
+                               const SubmoduleSpec& sub) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < contract.state.size(); ++i) {
+    if (contract.submodule_of(contract.state[i]) == &sub && contract.present(settings, contract.state[i])) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+// torch's module of the submodule's kind, at the contract's shapes (its constructor draws as torch's does).
+std::shared_ptr<torch::nn::Module> build_submodule(const FamilyContract& contract, const FamilySettings& settings,
+                                                   const SubmoduleSpec& sub, const std::vector<size_t>& entries,
+                                                   const std::vector<std::vector<int64_t>>& shapes) {
+  const std::vector<int64_t>& weight = shapes.at(entries.at(0));
+  if (sub.kind == "Linear") {
+    TORCH_CHECK(weight.size() == 2, "[", contract.module, "] ", sub.name, ": a Linear's weight is 2-D");
+    return torch::nn::Linear(torch::nn::LinearOptions(weight[1], weight[0]).bias(entries.size() > 1)).ptr();
+  }
+  TORCH_CHECK(sub.kind == "LayerNorm", "[", contract.module, "] ", sub.name, ": unknown submodule kind '", sub.kind, "'");
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions(weight).eps(settings.real(sub.eps))).ptr();
+}
+
+}  // namespace
+
 void FamilyHeld::register_state(torch::nn::Module& owner) {
+  // Submodules first: their constructors' draws precede the contract's, as in a module building a Linear.
+  std::vector<std::vector<size_t>> owned;
+  if (!contract_->submodules.empty()) {
+    const std::vector<std::vector<int64_t>> shapes = contract_->shapes(settings_);
+    for (const SubmoduleSpec& sub : contract_->submodules) {
+      owned.push_back(entries_of(*contract_, settings_, sub));
+      if (owned.back().empty()) continue;
+      submodules_.emplace_back(sub.name, build_submodule(*contract_, settings_, sub, owned.back(), shapes));
+    }
+  }
   state_ = contract_->init(settings_);
+  for (size_t s = 0, built = 0; s < contract_->submodules.size(); ++s) {
+    if (owned[s].empty()) continue;
+    const auto& [name, module] = submodules_[built++];
+    owner.register_module(name, module);
+    at::NoGradGuard no_grad;
+    const auto parameters = module->named_parameters(/*recurse=*/false);
+    for (size_t i : owned[s]) {
+      at::Tensor tensor = parameters[contract_->state[i].name.substr(name.size() + 1)];
+      tensor.copy_(state_[i]);
+      state_[i] = tensor;
+    }
+  }
   for (size_t i = 0; i < state_.size(); ++i) {
     const StateSpec& spec = contract_->state[i];
-    if (!state_[i].defined()) continue;  // absent for these settings
+    if (!state_[i].defined() || contract_->submodule_of(spec)) continue;  // absent, borrowed or a submodule's
     state_[i] = contract_->trained(settings_, spec) ? owner.register_parameter(spec.name, state_[i])
                                                     : owner.register_buffer(spec.name, state_[i]);
+  }
+}
+
+std::shared_ptr<torch::nn::Module> FamilyHeld::submodule(std::string_view name) const {
+  for (const auto& [key, module] : submodules_) {
+    if (key == name) return module;
+  }
+  return nullptr;
+}
+
+void FamilyHeld::borrow(std::string_view prefix, const torch::nn::Module& from) {
+  const std::vector<std::vector<int64_t>> shapes = contract_->shapes(settings_);
+  const auto parameters = from.named_parameters(/*recurse=*/false);
+  for (size_t i = 0; i < contract_->state.size(); ++i) {
+    const StateSpec& spec = contract_->state[i];
+    if (!spec.borrowed || !contract_->present(settings_, spec)) continue;
+    if (spec.name.compare(0, prefix.size(), prefix) != 0 || spec.name[prefix.size()] != '.') continue;
+    const std::string own = spec.name.substr(prefix.size() + 1);
+    const at::Tensor* tensor = parameters.find(own);
+    if (!tensor && own == "bias") {  // a projection without bias: zeros, the same product
+      state_[i] = at::zeros(shapes.at(i));
+      continue;
+    }
+    const at::IntArrayRef got = tensor && tensor->defined() ? tensor->sizes() : at::IntArrayRef{};
+    TORCH_CHECK_VALUE(tensor && tensor->defined() && got == at::IntArrayRef(shapes.at(i)), "[", contract_->module,
+                      "] the layer's ", spec.name, " must have shape ", at::IntArrayRef(shapes.at(i)), ", got ", got);
+    state_[i] = *tensor;
   }
 }
 
@@ -164,6 +245,11 @@ at::Tensor FamilyRelativeImpl::values(const at::Tensor& probs) {
 
 void FamilyRelativeImpl::add_terms(AttentionTerms& terms, int64_t q_len, int64_t k_len, at::ScalarType compute) {
   contract_->terms(settings_, state_, terms, q_len, k_len, compute);
+}
+
+void FamilyRelativeImpl::share_projections(const torch::nn::Linear& query, const torch::nn::Linear& key) {
+  borrow("q_proj", *query);
+  borrow("k_proj", *key);
 }
 
 }  // namespace posenc::nn

@@ -31,6 +31,7 @@ const char* type_word(SettingType type) {
     case SettingType::kTensor: return "tensor";
     case SettingType::kIntegers: return "ints";
     case SettingType::kMapping: return "mapping";
+    case SettingType::kWords: return "words";
   }
   return "?";
 }
@@ -48,7 +49,7 @@ nlohmann::ordered_json value_json(const SettingValue& value) {
 
 // [{"module", "summary", "settings": [{"name", "type", "default", "required", "words", "meaning",
 //   "positional", "minimum", "python_name"}], "state": [{"name", "parameter", "when", "parameter_when",
-//   "python_name"}], "forward": "lengths" | "queries_keys" | "rotate" | "embed" | "relative", "embed_sizes"
+//   "python_name", "borrowed"}], "submodules": [{"name", "kind", "eps"}], "forward": "lengths" | "queries_keys" | "rotate" | "embed" | "relative", "embed_sizes"
 //   (a grid's size arguments), "methods", "keywords" (own posenc.attention keywords), "adopted" (tensors
 //   the caller may give), "pretrained" (the state entry the pretrained loader fills, or ""),
 //   "pretrained_loader" (its classmethod), "pretrained_arguments" (its own keywords), "shown", "point",
@@ -79,12 +80,19 @@ std::string catalog() {
                        {"parameter", t.parameter},
                        {"when", t.when},
                        {"parameter_when", t.parameter_when},
-                       {"python_name", t.python_name.empty() ? t.name : t.python_name}});
+                       {"python_name", t.python_name.empty() ? t.name : t.python_name},
+                       {"borrowed", t.borrowed}});
+    }
+    nlohmann::ordered_json submodules = nlohmann::ordered_json::array();
+    for (const SubmoduleSpec& sub : c->submodules) {
+      submodules.push_back({{"name", sub.name}, {"kind", sub.kind}, {"eps", sub.eps}});
     }
     std::vector<std::string> families, adopted;
     nlohmann::ordered_json method_list = nlohmann::ordered_json::array();
     for (const FamilyContract::Method& m : c->methods) {
-      method_list.push_back({{"name", m.name}, {"arguments", m.arguments}, {"property", m.property}, {"outputs", m.outputs}});
+      method_list.push_back({{"name", m.name}, {"arguments", m.arguments}, {"property", m.property},
+                             {"outputs", m.outputs}, {"term_entries", m.term_entries},
+                             {"constant", m.constant}});
     }
     for (const auto& [name, fn] : c->adopted) adopted.push_back(name);
     for (const EncodingFamily& f : encoding_families()) {
@@ -95,6 +103,7 @@ std::string catalog() {
                    {"point", c->point()},
                    {"settings", std::move(settings)},
                    {"state", std::move(state)},
+                   {"submodules", std::move(submodules)},
                    {"forward", c->embed             ? "embed"
                                : c->rotate          ? "rotate"
                                : c->relative_logits ? "relative"
@@ -136,6 +145,24 @@ std::string preset(c10::string_view family, int64_t num_heads, int64_t head_dim,
 
 FamilyState checked_state(const FamilyContract& c, const FamilySettings& s, at::TensorList state) {
   return c.expand_state(s, std::vector<at::Tensor>(state.begin(), state.end()));
+}
+
+// [{"name", "present", "parameter", "borrowed", "shape"}] per state entry, for these settings: what the holder
+// builds (its submodules' shapes before the draws, which tensors it registers, and how).
+std::string layout(c10::string_view module, c10::string_view text) {
+  const FamilyContract& c = contract_of(module);
+  const FamilySettings s = settings_of(text);
+  const std::vector<std::vector<int64_t>> sizes = c.state.empty() ? std::vector<std::vector<int64_t>>{} : c.shapes(s);
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < c.state.size(); ++i) {
+    const StateSpec& t = c.state[i];
+    out.push_back({{"name", t.python_name.empty() ? t.name : t.python_name},
+                   {"present", c.present(s, t)},
+                   {"parameter", c.trained(s, t)},
+                   {"borrowed", t.borrowed},
+                   {"shape", sizes.at(i)}});
+  }
+  return out.dump();
 }
 
 // The present tensors only: what the holder registers.
@@ -297,6 +324,7 @@ TORCH_LIBRARY_IMPL(posenc, CompositeExplicitAutograd, m) {
   m.impl("family_settings", &settings);
   m.impl("family_preset", &preset);
   m.impl("family_init", &init);
+  m.impl("family_layout", &layout);
   m.impl("family_keyword_names", &keyword_names);
   m.impl("family_describe", &describe);
 }

@@ -364,6 +364,7 @@ TORCH_LIBRARY(posenc, m) {
   m.def("family_settings(str module, str settings) -> str");
   m.def("family_preset(str family, int num_heads, int head_dim, bool causal) -> str");
   m.def("family_init(str module, str settings) -> Tensor[]");
+  m.def("family_layout(str module, str settings) -> str");
   m.def("family_reset(str module, str settings, Tensor(a!)[] state) -> ()");
   m.def("family_dense(str module, str settings, Tensor[] state, int q_len, int k_len) -> Tensor");
   m.def("family_dense_qk(str module, str settings, Tensor[] state, Tensor q, Tensor k, float scale, "
