@@ -21,7 +21,8 @@ PropertiesPlan properties_plan(bool quick) {
   // The runs record this input_scale; it sets the sinusoids of no run (below) and has no effect on the others.
   // It was the sinusoids' amplitude until 2026-11-29 (each component's mean square 0.02^2, the token
   // embeddings' initial scale), which every run of the default sweep recorded before then.
-  pre.encoding_config.input_scale = fine.encoding_config.input_scale = 0.02 * std::sqrt(2.0);
+  pre.encoding_config.set("input_scale", 0.02 * std::sqrt(2.0));
+  fine.encoding_config.set("input_scale", 0.02 * std::sqrt(2.0));
   // Sinusoidal input tables at the scale a learned table reaches in pretraining (rms 0.19 in the five learned
   // runs, from 0.02 at init, beside token embeddings at 0.12): each component's mean square 0.2^2. At 0.02^2
   // the fixed sinusoids stay 5x below the trained embeddings: seed 0's masked-LM training loss was 6.13 at

@@ -102,7 +102,7 @@ StageConfigs stage_configs(const PropertiesRun& run, const PropertiesPlan& plan,
   StageConfigs s;
   const bool rescale = plan.sinusoid_input_scale > 0 && nn::reads_input_scale(run.encoding);
   nn::TrainConfig pre = plan.pretrain;
-  if (rescale) pre.encoding_config.input_scale = plan.sinusoid_input_scale;
+  if (rescale) pre.encoding_config.set("input_scale", plan.sinusoid_input_scale);
   pre.encoding = run.encoding;
   pre.seed = run.seed;
   pre.task_options.data = corpus.string();
@@ -125,7 +125,7 @@ StageConfigs stage_configs(const PropertiesRun& run, const PropertiesPlan& plan,
       fail_runtime(kOp, meta.string(), ": not a task description (kind, seq_len)");
     }
     nn::TrainConfig c = plan.finetune;
-    if (rescale) c.encoding_config.input_scale = plan.sinusoid_input_scale;
+    if (rescale) c.encoding_config.set("input_scale", plan.sinusoid_input_scale);
     c.task = kind == "span" ? "text-span" : "text-classify";
     c.encoding = run.encoding;
     c.seed = run.seed;

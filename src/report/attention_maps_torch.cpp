@@ -63,7 +63,7 @@ AttentionMap fresh_relative_attention(std::string_view family, int64_t length, i
   std::string registry_name;
   if (family == "2d-relative") {
     length = grid_side * grid_side;
-    encodings.relative = nn::Relative2d(nn::Relative2dOptions(grid_side, grid_side, head_dim).init_std(config.init_std));
+    encodings.relative = nn::Relative2d(nn::Relative2dOptions(grid_side, grid_side, head_dim).init_std(config.real("init_std")));
     registry_name = "Relative2d (BoTNet), " + std::to_string(grid_side) + " x " + std::to_string(grid_side) + " grid";
   } else {
     registry_name = family == "sinusoidal-relative" ? "shaw-sinusoidal" : std::string(family);

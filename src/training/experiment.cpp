@@ -172,7 +172,7 @@ ExtrapolationPlan extrapolation_plan(bool quick) {
   // Sinusoids at the scale the token embeddings reach in this suite's 1000 steps (rms 0.03 from 0.02; each
   // component's mean square here 0.02^2). The properties suite's 0.2 * sqrt(2), fit for its 6000 steps of
   // masked LM, swamps them here: seed 0's test perplexity 206 at 128 against 150 (docs/experiments.md).
-  c.encoding_config.input_scale = 0.02 * std::sqrt(2.0);
+  c.encoding_config.set("input_scale", 0.02 * std::sqrt(2.0));
   if (quick) {
     p.encodings = {"none", "learned", "rope", "alibi"};
     p.seeds = 1;

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "posenc/error.h"
@@ -30,8 +29,8 @@ constexpr const char* kOldAttention = "composed";
 
 // A family's setting as config.json stores it: an integer field as an integer.
 json parameter_json(const EncodingParameter& p, const EncodingConfig& e) {
-  if (std::holds_alternative<int64_t EncodingConfig::*>(p.field)) return e.*std::get<int64_t EncodingConfig::*>(p.field);
-  return e.*std::get<double EncodingConfig::*>(p.field);
+  if (p.integral) return static_cast<int64_t>(p.value(e));
+  return p.value(e);
 }
 
 // The setting called key, or null when no family has it.
@@ -269,11 +268,9 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   // A setting missing from the file keeps its default: the file predates the family that reads it.
   for (const EncodingParameter* option : encoding_training_options()) {
     if (!p.contains(option->name)) continue;
-    if (std::holds_alternative<int64_t EncodingConfig::*>(option->field)) {
-      c.encoding_config.*std::get<int64_t EncodingConfig::*>(option->field) = field<int64_t>(p, option->name.c_str(), source);
-    } else {
-      c.encoding_config.*std::get<double EncodingConfig::*>(option->field) = field<double>(p, option->name.c_str(), source);
-    }
+    const double value = option->integral ? static_cast<double>(field<int64_t>(p, option->name.c_str(), source))
+                                          : field<double>(p, option->name.c_str(), source);
+    option->set(c.encoding_config, value);
   }
   c.layers = field<int64_t>(j, "layers", source);
   c.dim = field<int64_t>(j, "dim", source);

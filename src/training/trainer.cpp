@@ -487,7 +487,7 @@ TaskModel load_task_model_with(const fs::path& given, LoadedRun* run, const Scal
     const std::vector<std::string> parts = parse_encoding(config.encoding).parts;
     require(std::find(parts.begin(), parts.end(), "rope") != parts.end(), "eval",
             "rope_scaling needs a run whose encoding has 'rope', got '", config.encoding, "'");
-    kernels::validate(*rope_scaling, config.dim / config.heads, config.encoding_config.base, "eval");
+    kernels::validate(*rope_scaling, config.dim / config.heads, config.encoding_config.real("base"), "eval");
     built.encoding_config.rope_scaling = *rope_scaling;  // no parameter changes: the weights load as trained
   }
   TaskModel model(Task::parse(config.task, config.task_options), built);

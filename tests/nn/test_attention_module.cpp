@@ -39,12 +39,12 @@ EncodingConfig test_config(bool causal) {
   c.dim = 16;
   c.num_heads = 4;
   c.causal = causal;
-  c.base = 100.0;
-  c.xpos_scale_base = 8.0;
-  c.max_distance = 2;
-  c.t5_num_buckets = 8;
-  c.t5_max_distance = 20;
-  c.init_std = 0.5;  // tables large enough that a wrong row shows
+  c.set("base", 100.0);
+  c.set("xpos_scale_base", 8.0);
+  c.set("max_distance", 2);
+  c.set("t5_num_buckets", 8);
+  c.set("t5_max_distance", 20);
+  c.set("init_std", 0.5);  // tables large enough that a wrong row shows
   return c;
 }
 
@@ -181,8 +181,8 @@ Reference reference(MultiheadAttentionImpl& m, const std::string& name, const at
   at::Tensor q = project(*m.q_proj, query), k = project(*m.k_proj, memory), v = project(*m.v_proj, memory);
   const bool xpos = has_part(name, "rope-xpos");
   if (has_part(name, "rope") || xpos) {
-    q = rotate(q, k_len - q_len, c.base, xpos ? c.xpos_scale_base : 0.0, +1.0);
-    k = rotate(k, 0, c.base, xpos ? c.xpos_scale_base : 0.0, -1.0);
+    q = rotate(q, k_len - q_len, c.real("base"), xpos ? c.real("xpos_scale_base") : 0.0, +1.0);
+    k = rotate(k, 0, c.real("base"), xpos ? c.real("xpos_scale_base") : 0.0, -1.0);
   }
   const bool causal = m.options().causal() || ((has_part(name, "alibi") || has_part(name, "kerple") ||
                                                  has_part(name, "kerple-power") || has_part(name, "dpb")) &&
@@ -194,20 +194,20 @@ Reference reference(MultiheadAttentionImpl& m, const std::string& name, const at
   const auto params = m.named_parameters();
   const auto buffers = m.named_buffers();
   if (has_part(name, "shaw")) {
-    const at::Tensor a = clipped_gather(params["relative.key_table"], l.offset, c.max_distance);
+    const at::Tensor a = clipped_gather(params["relative.key_table"], l.offset, c.integer("max_distance"));
     logits = logits + at::einsum("bhid,ijd->bhij", {q, a});
-    value_vectors = clipped_gather(params["relative.value_table"], l.offset, c.max_distance);
+    value_vectors = clipped_gather(params["relative.value_table"], l.offset, c.integer("max_distance"));
   }
   if (has_part(name, "shaw-sinusoidal") || has_part(name, "shaw-learnable-sinusoidal")) {
     const at::Tensor omega =
         has_part(name, "shaw-sinusoidal") ? buffers["relative.omega"] : params["relative.omega"];
-    const at::Tensor a = clipped_gather(sinusoid_table(omega, c.max_distance), l.offset, c.max_distance);
+    const at::Tensor a = clipped_gather(sinusoid_table(omega, c.integer("max_distance")), l.offset, c.integer("max_distance"));
     logits = logits + at::einsum("bhid,ijd->bhij", {q, a});
     value_vectors = a;
   }
   if (has_part(name, "xl")) {
     const at::Tensor u = params["relative.u"], w = params["relative.v"], w_r = params["relative.w_r"];
-    const at::Tensor r = xl_sinusoids(l.offset, w_r.size(1), c.base);
+    const at::Tensor r = xl_sinusoids(l.offset, w_r.size(1), c.real("base"));
     const at::Tensor a = at::einsum("ijm,hdm->hijd", {r, w_r.view({heads, dh, w_r.size(1)})});
     logits = logits + at::einsum("hd,bhjd->bhj", {u, k}).unsqueeze(2) +
              at::einsum("bhid,hijd->bhij", {q + w.view({1, heads, 1, dh}), a});
@@ -285,7 +285,7 @@ Reference reference(MultiheadAttentionImpl& m, const std::string& name, const at
     at::Tensor buckets = at::empty_like(l.offset);
     for (int64_t i = 0; i < q_len; ++i) {
       for (int64_t j = 0; j < k_len; ++j) {
-        buckets[i][j] = t5_bucket(l.offset[i][j].item<int64_t>(), !c.causal, c.t5_num_buckets, c.t5_max_distance);
+        buckets[i][j] = t5_bucket(l.offset[i][j].item<int64_t>(), !c.causal, c.integer("t5_num_buckets"), c.integer("t5_max_distance"));
       }
     }
     const at::Tensor table = params["bias.table"];  // [num_buckets, H]

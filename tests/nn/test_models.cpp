@@ -31,7 +31,7 @@ std::vector<std::string> single_names() {
 TransformerOptions small(const std::string& encoding) {
   TransformerOptions o(50, encoding);
   o.dim(16).layers(2).heads(4).max_positions(32).num_classes(3);
-  o.encoding_config().max_distance = 3;  // clipping reached at T = 9
+  o.encoding_config().set("max_distance", 3);  // clipping reached at T = 9
   return o;
 }
 
@@ -191,14 +191,14 @@ TEST(Models, EncodingConfigFollowsTheOptions) {
   o.encoding_config().dim = 999;  // overwritten
   o.encoding_config().num_heads = 7;
   o.encoding_config().causal = true;
-  o.encoding_config().t5_num_buckets = 12;  // kept
+  o.encoding_config().set("t5_num_buckets", 12);  // kept
   TransformerEncoder encoder(o);
   const EncodingConfig& c = encoder->options().encoding_config();
   EXPECT_EQ(c.dim, 16);
   EXPECT_EQ(c.num_heads, 4);
   EXPECT_EQ(c.max_positions, 32);
   EXPECT_FALSE(c.causal);
-  EXPECT_EQ(c.t5_num_buckets, 12);
+  EXPECT_EQ(c.integer("t5_num_buckets"), 12);
   TransformerDecoder decoder(o);
   EXPECT_TRUE(decoder->options().encoding_config().causal);
 

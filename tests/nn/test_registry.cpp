@@ -129,6 +129,42 @@ TEST(EncodingRegistry, CatalogDescribesEveryFamilyOnce) {
   EXPECT_TRUE(parameters("alibi").empty());
 }
 
+// A family's settings live in its descriptor, not in EncodingConfig: the config reads them by name,
+// with the declaring family's default, and a name two families share is one setting.
+TEST(EncodingRegistry, SettingsAreReadByNameWithTheirFamilysDefault) {
+  std::map<std::string, const EncodingParameter*> first;
+  for (const EncodingFamily& f : encoding_families()) {
+    for (const EncodingParameter& p : f.parameters) {
+      SCOPED_TRACE(f.name + "." + p.name);
+      const auto [it, fresh] = first.emplace(p.name, &p);
+      EXPECT_EQ(find_encoding_parameter(p.name), it->second);
+      if (fresh) continue;
+      EXPECT_EQ(p.default_value, it->second->default_value);
+      EXPECT_EQ(p.integral, it->second->integral);
+      EXPECT_EQ(p.lower, it->second->lower);
+      EXPECT_EQ(p.upper, it->second->upper);
+      EXPECT_EQ(p.model_size, it->second->model_size);
+    }
+  }
+  EncodingConfig c;
+  EXPECT_TRUE(c.settings.empty());
+  EXPECT_EQ(c.real("base"), 10000.0);
+  EXPECT_EQ(c.integer("cope_npos"), 64);
+  EXPECT_EQ(c.real("t5_num_buckets"), 32.0);  // an integer reads as a real
+  c.set("cope_npos", 15.6).set("base", 2.5);
+  EXPECT_EQ(c.integer("cope_npos"), 16);  // rounded
+  EXPECT_EQ(c.real("base"), 2.5);
+  EXPECT_EQ(c.settings, (std::map<std::string, double, std::less<>>{{"base", 2.5}, {"cope_npos", 16.0}}));
+  c.set("max_positions", 40);  // a model size: its field
+  EXPECT_EQ(c.max_positions, 40);
+  EXPECT_EQ(c.integer("max_positions"), 40);
+  EXPECT_EQ(c.settings.count("max_positions"), 0u);
+  expect_value_error([&] { c.set("bse", 1.0); }, "[encoding] no family has a setting 'bse'");
+  expect_value_error([&] { (void)c.real("bse"); }, "[encoding] no family has a setting 'bse'");
+  expect_value_error([&] { (void)c.integer("base"); }, "[encoding] base is a real setting, not an integer");
+  EXPECT_EQ(find_encoding_parameter("bse"), nullptr);
+}
+
 TEST(EncodingRegistry, EveryNameParsesAndBuildsItsPoint) {
   const std::map<std::string, Built> want{
       {"none", {}},
@@ -180,12 +216,12 @@ TEST(EncodingRegistry, ModulesTakeTheirSettingsFromTheConfig) {
   c.dim = 48;
   c.num_heads = 3;  // head_dim 16
   c.max_positions = 77;
-  c.base = 500.0;
-  c.xpos_scale_base = 64.0;
-  c.max_distance = 5;
-  c.t5_num_buckets = 16;
-  c.t5_max_distance = 40;
-  c.init_std = 0.0;  // zero tables: the init_std reached the module
+  c.set("base", 500.0);
+  c.set("xpos_scale_base", 64.0);
+  c.set("max_distance", 5);
+  c.set("t5_num_buckets", 16);
+  c.set("t5_max_distance", 40);
+  c.set("init_std", 0.0);  // zero tables: the init_std reached the module
   c.causal = true;
 
   const auto learned = std::dynamic_pointer_cast<LearnedEncodingImpl>(make_input_encoding(parse_encoding("learned"), c).ptr());
@@ -290,7 +326,7 @@ TEST(EncodingRegistry, ParseErrors) {
 // half layout (channels i and i + head_dim/2), the others stay as they are; p = 1 is plain rope.
 TEST(EncodingRegistry, PRopeTurnsOnlyTheFastestPairs) {
   EncodingConfig c;
-  c.dim = 16, c.num_heads = 2, c.rope_fraction = 0.5;  // head_dim 8: pairs 0, 1 turn; 2, 3 stay
+  c.dim = 16, c.num_heads = 2, c.set("rope_fraction", 0.5);  // head_dim 8: pairs 0, 1 turn; 2, 3 stay
   AttentionEncodings e = make_attention_encodings(parse_encoding("p-rope"), c);
   const int64_t T = 6, D = 8;
   const at::Tensor q = at::randn({1, 2, T, D}, at::kDouble), k = at::randn({1, 2, T, D}, at::kDouble);
@@ -307,7 +343,7 @@ TEST(EncodingRegistry, PRopeTurnsOnlyTheFastestPairs) {
       }
     }
   }
-  c.rope_fraction = 1.0;
+  c.set("rope_fraction", 1.0);
   const auto [q1, k1] = make_attention_encodings(parse_encoding("p-rope"), c).rotary->forward(q, k, positions);
   const auto [q2, k2] = make_attention_encodings(parse_encoding("rope"), c).rotary->forward(q, k, positions);
   EXPECT_TRUE(at::allclose(q1, q2, 0, 1e-15) && at::allclose(k1, k2, 0, 1e-15));
@@ -334,15 +370,15 @@ TEST(EncodingRegistry, ParametersOutOfRangeAreRefused) {
     }
   }
   EncodingConfig c;
-  c.t5_num_buckets = 1;
+  c.set("t5_num_buckets", 1);
   expect_value_error([&] { validate_encoding(parse_encoding("t5"), c); },
                      "[encoding] t5_num_buckets must be >= 2, got 1");
   c = EncodingConfig{};
-  c.base = -1;
+  c.set("base", -1);
   expect_value_error([&] { validate_encoding(parse_encoding("rope"), c); },
                      "[encoding] base must be finite and > 0, got -1");
-  c.base = 10000;
-  c.init_std = -0.5;
+  c.set("base", 10000);
+  c.set("init_std", -0.5);
   expect_value_error([&] { validate_encoding(parse_encoding("shaw"), c); },
                      "[encoding] init_std must be finite and >= 0, got -0.5");
   EXPECT_NO_THROW(validate_encoding(parse_encoding("rope"), c));  // rope does not read init_std
@@ -356,16 +392,16 @@ TEST(EncodingRegistry, LayerEncodingsReplaceTheInnerPointsWithTheirSettings) {
   EXPECT_EQ(global.settings[0].first->name, "base");
   EXPECT_EQ(global.settings[0].second, 1e6);
   const EncodingConfig c = layer_config(EncodingConfig{}, global);
-  EXPECT_EQ(c.base, 1e6);
-  EXPECT_EQ(c.init_std, EncodingConfig{}.init_std);  // the rest untouched
+  EXPECT_EQ(c.real("base"), 1e6);
+  EXPECT_EQ(c.real("init_std"), EncodingConfig{}.real("init_std"));  // the rest untouched
   EXPECT_EQ(make_attention_encodings(global.plan, c).rotary->options().base(), 1e6);
   // The model's input point stays; its inner points give way to the layer's.
   EXPECT_EQ(layer_plan(parse_encoding("learned+rope+t5"), parse_layer_encoding("alibi")).parts,
             (std::vector<std::string>{"learned", "alibi"}));
   EXPECT_EQ(layer_plan(parse_encoding("rope"), parse_layer_encoding("none")).parts, std::vector<std::string>{"none"});
   const LayerEncoding two = parse_layer_encoding("rope+t5:base=500:t5_num_buckets=16");
-  EXPECT_EQ(layer_config(EncodingConfig{}, two).t5_num_buckets, 16);
-  EXPECT_EQ(layer_config(EncodingConfig{}, two).base, 500.0);
+  EXPECT_EQ(layer_config(EncodingConfig{}, two).integer("t5_num_buckets"), 16);
+  EXPECT_EQ(layer_config(EncodingConfig{}, two).real("base"), 500.0);
 
   expect_value_error([] { parse_layer_encoding("rope:foo=1"); },
                      "[encoding] layer encoding 'rope:foo=1': rope has no setting 'foo' (its settings: base)");
@@ -385,9 +421,9 @@ TEST(EncodingRegistry, LayerEncodingsReplaceTheInnerPointsWithTheirSettings) {
 TEST(EncodingRegistry, SettingsByName) {
   EncodingConfig c;
   apply_encoding_settings(c, {"input_scale=0.5", "t5_num_buckets=16", "base=5e5"});
-  EXPECT_EQ(c.input_scale, 0.5);
-  EXPECT_EQ(c.t5_num_buckets, 16);
-  EXPECT_EQ(c.base, 5e5);
+  EXPECT_EQ(c.real("input_scale"), 0.5);
+  EXPECT_EQ(c.integer("t5_num_buckets"), 16);
+  EXPECT_EQ(c.real("base"), 5e5);
   const auto table = std::dynamic_pointer_cast<SinusoidalEncodingImpl>(
       make_input_encoding(parse_encoding("sinusoidal"), c).ptr());
   ASSERT_TRUE(table);
@@ -399,7 +435,7 @@ TEST(EncodingRegistry, SettingsByName) {
   expect_value_error([&] { apply_encoding_settings(c, {"base"}); }, "[encoding] expected key=value, got 'base'");
   expect_value_error([&] { apply_encoding_settings(c, {"base=big"}); },
                      "[encoding] base must be a number, got 'big'");
-  c.input_scale = 0;
+  c.set("input_scale", 0);
   expect_value_error([&] { validate_encoding(parse_encoding("sinusoidal"), c); },
                      "[encoding] input_scale must be finite and > 0, got 0");
 }
@@ -431,7 +467,7 @@ TEST(EncodingRegistry, ValidateErrors) {
   {
     EncodingConfig p;
     for (const double bad : {0.0, -0.5, 1.5}) {
-      p.rope_fraction = bad;
+      p.set("rope_fraction", bad);
       std::ostringstream text;
       text << bad;
       expect_value_error([&] { make_attention_encodings(parse_encoding("p-rope"), p); },
@@ -452,25 +488,25 @@ TEST(EncodingRegistry, ValidateErrors) {
                      "[encoding] unknown encoding 'bar'; known: " + kKnown + " (combine with '+')");
   // The modules' own checks reach through, in their words.
   EncodingConfig bad;
-  bad.t5_num_buckets = 3;
+  bad.set("t5_num_buckets", 3);
   expect_value_error([&] { make_attention_encodings(parse_encoding("t5"), bad); },
                      "[T5Bias] num_buckets must be even when bidirectional (half per direction), got 3");
   {
     EncodingConfig e;
     e.causal = true;
-    e.cope_npos = 0;
+    e.set("cope_npos", 0);
     expect_value_error([&] { make_attention_encodings(parse_encoding("cope"), e); },
                        "[encoding] cope_npos must be >= 1, got 0");
-    e.cope_npos = 16;  // reaches the module: its table has 16 rows
+    e.set("cope_npos", 16);  // reaches the module: its table has 16 rows
     const AttentionEncodings slots = make_attention_encodings(parse_encoding("cope"), e);
     EXPECT_EQ(slots.bias->named_parameters()["e"].size(0), 16);
-    e.deberta_position_buckets = -1;
+    e.set("deberta_position_buckets", -1);
     expect_value_error([&] { make_attention_encodings(parse_encoding("deberta"), e); },
                        "[encoding] deberta_position_buckets must be >= 0, got -1");
-    e.deberta_position_buckets = 600;
+    e.set("deberta_position_buckets", 600);
     expect_value_error([&] { make_attention_encodings(parse_encoding("deberta"), e); },
                        "[DebertaRelative] position_buckets must be <= max_relative_positions, got 600 > 512");
-    e.deberta_max_relative_positions = 0;
+    e.set("deberta_max_relative_positions", 0);
     expect_value_error([&] { make_attention_encodings(parse_encoding("deberta"), e); },
                        "[encoding] deberta_max_relative_positions must be >= 1, got 0");
   }

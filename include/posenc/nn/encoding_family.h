@@ -15,9 +15,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "posenc/nn/family_contract.h"
@@ -26,35 +26,30 @@
 
 namespace posenc::nn {
 
-// The model's sizes and every family's settings (defaults in brackets). The
-// descriptors name the fields they read; the model fields (dim, num_heads,
-// max_positions, causal) are set by whoever builds the model.
+// The model's sizes, set by whoever builds the model, and the families' settings by name.
+// A family declares its settings (EncodingFamily::parameters: name, default, range); none is a
+// field here, so a new family adds no line to this struct.
 struct EncodingConfig {
-  int64_t dim = 64;                // model width D
-  int64_t num_heads = 4;           // H; head_dim = D / H
-  int64_t max_positions = 512;     // rows of a learned table
-  bool causal = false;             // decoder: causal ALiBi mask, T5 causal buckets
-  double base = 10000.0;           // sinusoids and RoPE
-  double xpos_scale_base = 512.0;  // rope-xpos
-  int64_t max_distance = 16;       // Shaw / sinusoidal relative clipping K
-  int64_t t5_num_buckets = 32;
-  int64_t t5_max_distance = 128;
-  double init_std = 0.02;
-  // sinusoidal, learnable-sinusoidal: the sinusoids' amplitude (1: the paper's formula). The
-  // experiment suites use init_std * sqrt(2), the scale of their token embeddings (see
-  // docs/experiments.md): unscaled, the table is 35x the N(0, 0.02^2) embeddings it is added to.
-  double input_scale = 1.0;
-  // p-rope: the share p of RoPE's frequency pairs that turn, the fastest (Barbero et al. 2024); in (0, 1].
-  double rope_fraction = 0.25;
-  // cope: contextual positions clamp at cope_npos - 1 (the authors' npos_max).
-  int64_t cope_npos = 64;
-  // deberta: Hugging Face's position_buckets (0: no log buckets) and max_relative_positions.
-  int64_t deberta_position_buckets = 256;
-  int64_t deberta_max_relative_positions = 512;
+  int64_t dim = 64;             // model width D
+  int64_t num_heads = 4;        // H; head_dim = D / H
+  int64_t max_positions = 512;  // rows of a learned table
+  bool causal = false;          // decoder: causal ALiBi mask, T5 causal buckets
   // "rope": a context-extension scaling (Hugging Face rope_scaling). Training
   // always uses none; evaluation may apply one to a trained model (posenc eval
   // --rope-scaling), which has no parameters to change.
   kernels::RopeScaling rope_scaling;
+  // The settings given (`posenc encodings` lists the names and defaults); a name not here reads
+  // its family's default. Write them with set(), which checks the name and rounds integers.
+  std::map<std::string, double, std::less<>> settings;
+
+  // The setting called name: its value here, else the declaring family's default. A name no
+  // family declares throws "[encoding] no family has a setting 'bse'".
+  double real(std::string_view name) const;
+  // An integer setting; a real one throws "[encoding] base is a real setting, not an integer".
+  int64_t integer(std::string_view name) const;
+  // Sets a family's setting (an integer setting is rounded; a model size sets its field); no range
+  // check (validate_encoding does it when a plan uses the family).
+  EncodingConfig& set(std::string_view name, double value);
 };
 
 // Where a family acts; a plan has at most one family per point.
@@ -63,10 +58,14 @@ enum class EncodingPoint { kNone, kInput, kQueryKey, kLogitBias, kRelativeVector
 // "none" | "input" | "query/key" | "logit bias" | "relative vectors".
 const char* encoding_point_name(EncodingPoint point) noexcept;
 
-// One setting a family reads from EncodingConfig, with its admissible range.
+// One setting a family reads from EncodingConfig, with its default and admissible range. Families
+// that share a name (base, init_std, max_distance) share the setting: same default, same range.
 struct EncodingParameter {
   std::string name;  // the key in `posenc encodings` and in config.json's encoding_parameters
-  std::variant<double EncodingConfig::*, int64_t EncodingConfig::*> field;
+  double default_value = 0.0;
+  bool integral = false;  // an integer setting: config.json stores an integer
+  // A model size the family reads (max_positions): the field that holds it, else null.
+  int64_t EncodingConfig::*model_size = nullptr;
   double lower = -1e300, upper = 1e300;  // the range, checked when a plan uses the family
   bool lower_open = false, upper_open = false;
   std::string meaning;  // printed after the default: "(frequencies base^(-2i/dim))"
@@ -74,7 +73,7 @@ struct EncodingParameter {
   bool training_option = true;
 
   double value(const EncodingConfig& config) const;
-  // Sets the field (rounded to an integer for an integer field); no range check.
+  // Sets it in config (rounded to an integer for an integer setting); no range check.
   void set(EncodingConfig& config, double value) const;
   // The default as `posenc encodings` prints it: "10000", "0.02".
   std::string default_text() const;
@@ -120,6 +119,9 @@ const std::vector<EncodingFamily>& encoding_families();
 
 // The family called name, or null.
 const EncodingFamily* find_encoding_family(std::string_view name);
+
+// The setting called name as its first family in catalog order declares it, or null.
+const EncodingParameter* find_encoding_parameter(std::string_view name);
 
 // The distinct training options of every family, in catalog order (each name
 // once): the fields of config.json's encoding_parameters.

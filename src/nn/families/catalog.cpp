@@ -64,26 +64,50 @@ const char* encoding_point_name(EncodingPoint point) noexcept {
 }
 
 double EncodingParameter::value(const EncodingConfig& config) const {
-  if (const auto* real = std::get_if<double EncodingConfig::*>(&field)) return config.**real;
-  return static_cast<double>(config.*std::get<int64_t EncodingConfig::*>(field));
+  if (model_size != nullptr) return static_cast<double>(config.*model_size);
+  const auto given = config.settings.find(name);
+  return given == config.settings.end() ? default_value : given->second;
 }
 
 void EncodingParameter::set(EncodingConfig& config, double v) const {
-  if (const auto* real = std::get_if<double EncodingConfig::*>(&field)) {
-    config.**real = v;
+  const double stored = integral ? static_cast<double>(std::llround(v)) : v;
+  if (model_size != nullptr) {
+    config.*model_size = static_cast<int64_t>(stored);
   } else {
-    config.*std::get<int64_t EncodingConfig::*>(field) = static_cast<int64_t>(std::llround(v));
+    config.settings[name] = stored;
   }
 }
 
 std::string EncodingParameter::default_text() const { return number_text(value(EncodingConfig{})); }
+
+namespace {
+
+const EncodingParameter& declared(std::string_view name) {
+  const EncodingParameter* p = find_encoding_parameter(name);
+  TORCH_CHECK_VALUE(p != nullptr, "[encoding] no family has a setting '", name, "'");
+  return *p;
+}
+
+}  // namespace
+
+double EncodingConfig::real(std::string_view name) const { return declared(name).value(*this); }
+
+int64_t EncodingConfig::integer(std::string_view name) const {
+  const EncodingParameter& p = declared(name);
+  TORCH_CHECK_VALUE(p.integral, "[encoding] ", name, " is a real setting, not an integer");
+  return static_cast<int64_t>(p.value(*this));
+}
+
+EncodingConfig& EncodingConfig::set(std::string_view name, double value) {
+  declared(name).set(*this, value);
+  return *this;
+}
 
 std::string EncodingParameter::range_error(double v) const {
   const bool has_upper = upper < 1e300;
   const bool ok = std::isfinite(v) && (lower_open ? v > lower : v >= lower) &&
                   (!has_upper || (upper_open ? v < upper : v <= upper));
   if (ok) return "";
-  const bool integral = std::holds_alternative<int64_t EncodingConfig::*>(field);
   std::string range;
   if (has_upper) {
     range = "in " + std::string(lower_open ? "(" : "[") + number_text(lower) + ", " + number_text(upper) +
@@ -106,6 +130,15 @@ const EncodingFamily* find_encoding_family(std::string_view name) {
   return nullptr;
 }
 
+const EncodingParameter* find_encoding_parameter(std::string_view name) {
+  for (const EncodingFamily& family : encoding_families()) {
+    for (const EncodingParameter& p : family.parameters) {
+      if (p.name == name) return &p;
+    }
+  }
+  return nullptr;
+}
+
 std::vector<const EncodingParameter*> encoding_training_options() {
   std::vector<const EncodingParameter*> out;
   for (const EncodingFamily& family : encoding_families()) {
@@ -123,11 +156,11 @@ namespace families {
 
 Registration::Registration(int rank, AddFamilies add) { registered().push_back({rank, add}); }
 
-EncodingParameter real(std::string name, double EncodingConfig::*field, std::string meaning, double lower,
-                       bool lower_open, double upper, bool upper_open) {
+EncodingParameter real(std::string name, double default_value, std::string meaning, double lower, bool lower_open,
+                       double upper, bool upper_open) {
   EncodingParameter p;
   p.name = std::move(name);
-  p.field = field;
+  p.default_value = default_value;
   p.meaning = std::move(meaning);
   p.lower = lower;
   p.lower_open = lower_open;
@@ -136,30 +169,30 @@ EncodingParameter real(std::string name, double EncodingConfig::*field, std::str
   return p;
 }
 
-EncodingParameter integer(std::string name, int64_t EncodingConfig::*field, std::string meaning, int64_t lower) {
+EncodingParameter integer(std::string name, int64_t default_value, std::string meaning, int64_t lower) {
   EncodingParameter p;
   p.name = std::move(name);
-  p.field = field;
+  p.default_value = static_cast<double>(default_value);
+  p.integral = true;
   p.meaning = std::move(meaning);
   p.lower = static_cast<double>(lower);
   return p;
 }
 
-EncodingParameter base_parameter(std::string meaning) {
-  return real("base", &EncodingConfig::base, std::move(meaning), 0.0, true);
-}
+EncodingParameter base_parameter(std::string meaning) { return real("base", 10000.0, std::move(meaning), 0.0, true); }
 
 EncodingParameter init_std_parameter() {
-  return real("init_std", &EncodingConfig::init_std, "N(0, init_std^2) initialisation", 0.0, false);
+  return real("init_std", 0.02, "N(0, init_std^2) initialisation", 0.0, false);
 }
 
+// 1: the paper's formula. The experiment suites use init_std * sqrt(2), the scale of their token
+// embeddings (docs/experiments.md): unscaled, the table is 35x the N(0, 0.02^2) embeddings it is added to.
 EncodingParameter input_scale_parameter() {
-  return real("input_scale", &EncodingConfig::input_scale, "amplitude of the sinusoids added to the embeddings", 0.0,
-              true);
+  return real("input_scale", 1.0, "amplitude of the sinusoids added to the embeddings", 0.0, true);
 }
 
 EncodingParameter max_distance_parameter() {
-  return integer("max_distance", &EncodingConfig::max_distance, "K: offsets clipped to [-K, K]", 0);
+  return integer("max_distance", 16, "K: offsets clipped to [-K, K]", 0);
 }
 
 }  // namespace families

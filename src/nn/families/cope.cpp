@@ -352,18 +352,18 @@ void add_cope(std::vector<EncodingFamily>& out) {
       "contextual positions p_ij = sum_{t=j..i} sigmoid(q_i.k_t / sqrt(Dh)), clamped at cope_npos - 1, and a "
       "learned table e [cope_npos, head_dim] shared by the heads, q_i.e interpolated at p_ij added to the logits; computed "
       "per query row in the fused attention (Golovneva et al. 2024, CoPE); decoders only";
-  cope.parameters = {integer("cope_npos", &EncodingConfig::cope_npos,
+  cope.parameters = {integer("cope_npos", 64,
                              "table rows; contextual positions clamp at cope_npos - 1", 1)};
   cope.needs.causal = true;
   cope.needs.causal_hint = "CoPE is defined for causal attention (gates over the keys up to the query); use "
                            "kerple, t5 or dpb in an encoder";
   cope.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
-    slots.bias = CopeBias(CopeBiasOptions(c.num_heads, c.dim / c.num_heads).npos_max(c.cope_npos).causal(true));
+    slots.bias = CopeBias(CopeBiasOptions(c.num_heads, c.dim / c.num_heads).npos_max(c.integer("cope_npos")).causal(true));
   };
   cope.module = kModule;
   cope.preset = [](const EncodingConfig& c) {
     FamilySettings s;
-    s.set("num_heads", c.num_heads).set("head_dim", c.dim / c.num_heads).set("npos_max", c.cope_npos);
+    s.set("num_heads", c.num_heads).set("head_dim", c.dim / c.num_heads).set("npos_max", c.integer("cope_npos"));
     return s.set("causal", true);
   };
   out.push_back(std::move(cope));

@@ -283,24 +283,24 @@ void add_deberta(std::vector<EncodingFamily>& out) {
       "logits / sqrt(3 Dh) (He et al. 2021, DeBERTa v2/v3)";
   deberta.parameters = {
       init_std_parameter(),
-      integer("deberta_position_buckets", &EncodingConfig::deberta_position_buckets,
+      integer("deberta_position_buckets", 256,
               "log buckets of the relative offsets; 0: none", 0),
-      integer("deberta_max_relative_positions", &EncodingConfig::deberta_max_relative_positions,
+      integer("deberta_max_relative_positions", 512,
               "offsets beyond it share the last bucket", 1)};
   deberta.module = kDeberta;
   deberta.preset = [](const EncodingConfig& c) {
     return FamilySettings()
         .set("num_heads", c.num_heads)
         .set("head_dim", c.dim / c.num_heads)
-        .set("position_buckets", c.deberta_position_buckets)
-        .set("max_relative_positions", c.deberta_max_relative_positions)
-        .set("init_std", c.init_std);
+        .set("position_buckets", c.integer("deberta_position_buckets"))
+        .set("max_relative_positions", c.integer("deberta_max_relative_positions"))
+        .set("init_std", c.real("init_std"));
   };
   deberta.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
     slots.relative = DebertaRelative(DebertaRelativeOptions(c.num_heads, c.dim / c.num_heads)
-                                       .position_buckets(c.deberta_position_buckets)
-                                       .max_relative_positions(c.deberta_max_relative_positions)
-                                       .init_std(c.init_std));
+                                       .position_buckets(c.integer("deberta_position_buckets"))
+                                       .max_relative_positions(c.integer("deberta_max_relative_positions"))
+                                       .init_std(c.real("init_std")));
   };
   out.push_back(std::move(deberta));
 }

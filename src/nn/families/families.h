@@ -25,10 +25,10 @@ struct Registration {
 };
 
 // A real setting in [lower, upper] (open ends as flagged); no upper bound by default.
-EncodingParameter real(std::string name, double EncodingConfig::*field, std::string meaning, double lower,
-                       bool lower_open, double upper = 1e300, bool upper_open = false);
+EncodingParameter real(std::string name, double default_value, std::string meaning, double lower, bool lower_open,
+                       double upper = 1e300, bool upper_open = false);
 // An integer setting >= lower.
-EncodingParameter integer(std::string name, int64_t EncodingConfig::*field, std::string meaning, int64_t lower);
+EncodingParameter integer(std::string name, int64_t default_value, std::string meaning, int64_t lower);
 
 // The grid biases live on one grid: both lengths must be its cell count,
 // "[AlibiBias2d] q_len and k_len must both be height*width = 6, got 5 and 6".

@@ -135,16 +135,17 @@ void add_trainable(std::vector<EncodingFamily>& out) {
   learned.name = "learned";
   learned.point = EncodingPoint::kInput;
   learned.description = "a trainable table of one vector per position, added to the embeddings (BERT, GPT-2)";
-  EncodingParameter rows = families::integer("max_positions", &EncodingConfig::max_positions,
+  EncodingParameter rows = families::integer("max_positions", 512,
                                              "rows; the model's max_positions, positions beyond it are an error", 1);
+  rows.model_size = &EncodingConfig::max_positions;
   rows.training_option = false;
   learned.parameters = {rows, families::init_std_parameter()};
   learned.module = kLearned;
   learned.preset = [](const EncodingConfig& c) {
-    return FamilySettings().set("max_positions", c.max_positions).set("dim", c.dim).set("init_std", c.init_std);
+    return FamilySettings().set("max_positions", c.max_positions).set("dim", c.dim).set("init_std", c.real("init_std"));
   };
   learned.make_input = [](const EncodingConfig& c) -> InputEncoding {
-    return LearnedEncoding(LearnedEncodingOptions(c.max_positions, c.dim).init_std(c.init_std));
+    return LearnedEncoding(LearnedEncodingOptions(c.max_positions, c.dim).init_std(c.real("init_std")));
   };
   out.push_back(std::move(learned));
 
@@ -159,10 +160,10 @@ void add_trainable(std::vector<EncodingFamily>& out) {
   learnable.report_section = "sinusoidal";  // equal to the fixed table until trained
   learnable.module = kLearnable;
   learnable.preset = [](const EncodingConfig& c) {
-    return FamilySettings().set("dim", c.dim).set("base", c.base).set("scale", c.input_scale);
+    return FamilySettings().set("dim", c.dim).set("base", c.real("base")).set("scale", c.real("input_scale"));
   };
   learnable.make_input = [](const EncodingConfig& c) -> InputEncoding {
-    return LearnableSinusoidalEncoding(LearnableSinusoidalEncodingOptions(c.dim).base(c.base).scale(c.input_scale));
+    return LearnableSinusoidalEncoding(LearnableSinusoidalEncodingOptions(c.dim).base(c.real("base")).scale(c.real("input_scale")));
   };
   out.push_back(std::move(learnable));
 }

@@ -360,7 +360,7 @@ namespace {
 
 FamilySettings head_settings(const EncodingConfig& c) {
   FamilySettings s;
-  return s.set("head_dim", c.dim / c.num_heads).set("base", c.base);
+  return s.set("head_dim", c.dim / c.num_heads).set("base", c.real("base"));
 }
 
 void add_rotary(std::vector<EncodingFamily>& out) {
@@ -372,7 +372,7 @@ void add_rotary(std::vector<EncodingFamily>& out) {
   rope.needs.even_head_dim = true;
   rope.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
     slots.rotary =
-        RotaryEmbedding(RotaryEmbeddingOptions(c.dim / c.num_heads).base(c.base).scaling(c.rope_scaling));
+        RotaryEmbedding(RotaryEmbeddingOptions(c.dim / c.num_heads).base(c.real("base")).scaling(c.rope_scaling));
   };
   rope.module = kModule;
   rope.preset = [](const EncodingConfig& c) {
@@ -387,7 +387,7 @@ void add_rotary(std::vector<EncodingFamily>& out) {
       "RoPE on the fastest share p of its frequency pairs only; the slowest pairs do not turn and carry content "
       "(Barbero et al. 2024, p-RoPE; Gemma's proportional RoPE)";
   p_rope.parameters = {base_parameter("frequencies base^(-2i/head_dim)"),
-                       real("rope_fraction", &EncodingConfig::rope_fraction,
+                       real("rope_fraction", 0.25,
                             "p: pairs i < floor(p head_dim / 2) turn, the rest stay", 0.0, true, 1.0, false)};
   p_rope.needs.even_head_dim = true;
   // Hugging Face's "proportional" type at factor 1 is exactly p-RoPE: the first floor(p d/2) pairs keep
@@ -395,11 +395,11 @@ void add_rotary(std::vector<EncodingFamily>& out) {
   const auto proportional = [](const EncodingConfig& c) {
     kernels::RopeScaling s;
     s.type = kernels::RopeType::kProportional;
-    s.partial_rotary_factor = c.rope_fraction;
+    s.partial_rotary_factor = c.real("rope_fraction");
     return s;
   };
   p_rope.make_attention = [proportional](const EncodingConfig& c, AttentionEncodings& slots) {
-    slots.rotary = RotaryEmbedding(RotaryEmbeddingOptions(c.dim / c.num_heads).base(c.base).scaling(proportional(c)));
+    slots.rotary = RotaryEmbedding(RotaryEmbeddingOptions(c.dim / c.num_heads).base(c.real("base")).scaling(proportional(c)));
   };
   p_rope.module = kModule;
   p_rope.preset = [proportional](const EncodingConfig& c) {
@@ -412,15 +412,15 @@ void add_rotary(std::vector<EncodingFamily>& out) {
   xpos.point = EncodingPoint::kQueryKey;
   xpos.description = "RoPE with the xPos exponential decay of q.k with distance (Sun et al. 2022)";
   xpos.parameters = {base_parameter("frequencies base^(-2i/head_dim)"),
-                     real("xpos_scale_base", &EncodingConfig::xpos_scale_base,
+                     real("xpos_scale_base", 512.0,
                           "decay zeta^((i-j)/scale_base), gamma 0.4", 0.0, true)};
   xpos.needs.even_head_dim = true;
   xpos.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
     slots.rotary = RotaryEmbedding(
-        RotaryEmbeddingOptions(c.dim / c.num_heads).base(c.base).xpos_scale_base(c.xpos_scale_base));
+        RotaryEmbeddingOptions(c.dim / c.num_heads).base(c.real("base")).xpos_scale_base(c.real("xpos_scale_base")));
   };
   xpos.module = kModule;
-  xpos.preset = [](const EncodingConfig& c) { return head_settings(c).set("xpos_scale_base", c.xpos_scale_base); };
+  xpos.preset = [](const EncodingConfig& c) { return head_settings(c).set("xpos_scale_base", c.real("xpos_scale_base")); };
   out.push_back(std::move(xpos));
 }
 

@@ -138,17 +138,17 @@ void add_shaw(std::vector<EncodingFamily>& out) {
   shaw.module = kShaw;
   shaw.preset = [](const EncodingConfig& c) {
     return FamilySettings()
-        .set("max_distance", c.max_distance)
+        .set("max_distance", c.integer("max_distance"))
         .set("head_dim", c.dim / c.num_heads)
         .set("num_heads", int64_t{0})
         .set("values", true)
-        .set("init_std", c.init_std);
+        .set("init_std", c.real("init_std"));
   };
   shaw.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
-    slots.relative = ShawRelative(ShawRelativeOptions(c.max_distance, c.dim / c.num_heads)
+    slots.relative = ShawRelative(ShawRelativeOptions(c.integer("max_distance"), c.dim / c.num_heads)
                                       .num_heads(0)
                                       .values(true)
-                                      .init_std(c.init_std));
+                                      .init_std(c.real("init_std")));
   };
   out.push_back(std::move(shaw));
 }

@@ -180,10 +180,10 @@ void add_sinusoidal(std::vector<EncodingFamily>& out) {
   sinusoidal.needs.even_dim = true;
   sinusoidal.module = kSinusoidal;
   sinusoidal.preset = [](const EncodingConfig& c) {
-    return FamilySettings().set("dim", c.dim).set("base", c.base).set("scale", c.input_scale);
+    return FamilySettings().set("dim", c.dim).set("base", c.real("base")).set("scale", c.real("input_scale"));
   };
   sinusoidal.make_input = [](const EncodingConfig& c) -> InputEncoding {
-    return SinusoidalEncoding(SinusoidalEncodingOptions(c.dim).base(c.base).scale(c.input_scale));
+    return SinusoidalEncoding(SinusoidalEncodingOptions(c.dim).base(c.real("base")).scale(c.real("input_scale")));
   };
   out.push_back(std::move(sinusoidal));
 }

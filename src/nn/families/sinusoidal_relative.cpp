@@ -113,15 +113,15 @@ void add_sinusoidal_relative(std::vector<EncodingFamily>& out) {
     f.module = kSinusoidalRelative;
     f.preset = [learnable](const EncodingConfig& c) {
       return FamilySettings()
-          .set("max_distance", c.max_distance)
+          .set("max_distance", c.integer("max_distance"))
           .set("head_dim", c.dim / c.num_heads)
-          .set("base", c.base)
+          .set("base", c.real("base"))
           .set("values", true)
           .set("learnable", learnable);
     };
     f.make_attention = [learnable](const EncodingConfig& c, AttentionEncodings& slots) {
-      slots.relative = SinusoidalRelative(SinusoidalRelativeOptions(c.max_distance, c.dim / c.num_heads)
-                                              .base(c.base)
+      slots.relative = SinusoidalRelative(SinusoidalRelativeOptions(c.integer("max_distance"), c.dim / c.num_heads)
+                                              .base(c.real("base"))
                                               .values(true)
                                               .learnable(learnable));
     };

@@ -189,23 +189,23 @@ void add_t5(std::vector<EncodingFamily>& out) {
   t5.description =
       "a learned scalar per (log-bucketed offset, head) (Raffel et al. 2020); T5 shares one table across layers, "
       "here each layer owns one (a shared submodule would be listed and stepped twice)";
-  t5.parameters = {integer("t5_num_buckets", &EncodingConfig::t5_num_buckets,
+  t5.parameters = {integer("t5_num_buckets", 32,
                            "buckets; bidirectional in the encoder, causal in the decoder", 2),
-                   integer("t5_max_distance", &EncodingConfig::t5_max_distance,
+                   integer("t5_max_distance", 128,
                            "offsets beyond share the last bucket", 1),
                    init_std_parameter()};
   t5.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
     slots.bias = T5Bias(T5BiasOptions(c.num_heads)
-                            .num_buckets(c.t5_num_buckets)
-                            .max_distance(c.t5_max_distance)
+                            .num_buckets(c.integer("t5_num_buckets"))
+                            .max_distance(c.integer("t5_max_distance"))
                             .bidirectional(!c.causal)
-                            .init_std(c.init_std));
+                            .init_std(c.real("init_std")));
   };
   t5.module = "T5Bias";
   t5.preset = [](const EncodingConfig& c) {
     FamilySettings s;
-    s.set("num_heads", c.num_heads).set("num_buckets", c.t5_num_buckets).set("max_distance", c.t5_max_distance);
-    return s.set("bidirectional", !c.causal).set("init_std", c.init_std);
+    s.set("num_heads", c.num_heads).set("num_buckets", c.integer("t5_num_buckets")).set("max_distance", c.integer("t5_max_distance"));
+    return s.set("bidirectional", !c.causal).set("init_std", c.real("init_std"));
   };
   out.push_back(std::move(t5));
 }

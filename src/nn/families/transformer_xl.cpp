@@ -127,12 +127,12 @@ void add_xl(std::vector<EncodingFamily>& out) {
     return FamilySettings()
         .set("num_heads", c.num_heads)
         .set("head_dim", c.dim / c.num_heads)
-        .set("base", c.base)
-        .set("init_std", c.init_std);
+        .set("base", c.real("base"))
+        .set("init_std", c.real("init_std"));
   };
   xl.make_attention = [](const EncodingConfig& c, AttentionEncodings& slots) {
     slots.relative =
-        TransformerXLRelative(TransformerXLOptions(c.num_heads, c.dim / c.num_heads).base(c.base).init_std(c.init_std));
+        TransformerXLRelative(TransformerXLOptions(c.num_heads, c.dim / c.num_heads).base(c.real("base")).init_std(c.real("init_std")));
   };
   out.push_back(std::move(xl));
 }

@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <variant>
 
 #include "posenc/nn/encoding_family.h"
 
@@ -19,7 +18,7 @@ std::string encoding_catalog_json() {
   for (const EncodingFamily& f : encoding_families()) {
     nlohmann::ordered_json parameters = nlohmann::ordered_json::array();
     for (const EncodingParameter& p : f.parameters) {
-      const bool integer = std::holds_alternative<int64_t EncodingConfig::*>(p.field);
+      const bool integer = p.integral;
       const double value = p.value(EncodingConfig{});
       nlohmann::ordered_json j{{"name", p.name},
                                {"default", integer ? nlohmann::ordered_json(static_cast<int64_t>(value))
