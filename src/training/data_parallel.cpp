@@ -2,6 +2,7 @@
 #include "posenc/training/data_parallel.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <omp.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -35,7 +36,11 @@ ShardLoss data_parallel_gradient(const std::function<ShardLoss(int64_t begin, in
   const auto run = [&](int s) {
     ShardResult& r = results[static_cast<size_t>(s)];
     try {
-      omp_set_num_threads(1);  // this thread's OpenMP (posenc's kernels, OpenBLAS, ATen) stays on it
+      // This thread's OpenMP (posenc's kernels, OpenBLAS, ATen) stays on it. libtorch sets a new thread's
+      // OpenMP count once, at its first parallel call (torch 2: to the process's count, which made layer
+      // norm's gradient sum in another order); at::get_num_threads makes that call inside libtorch first.
+      (void)at::get_num_threads();
+      omp_set_num_threads(1);
       const detail::ThreadDropoutGenerator generator(dropout_seed + static_cast<uint64_t>(s));
       const int64_t begin = rows * s / shards, end = rows * (s + 1) / shards;
       r.score = shard_loss(begin, end - begin);
