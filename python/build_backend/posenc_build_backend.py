@@ -152,8 +152,8 @@ def host_torch(python=None):
     if result.returncode != 0:
         error = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise BuildError(f"[torch] must be importable by {python}, the interpreter running pip, got {error}; "
-                         "on Debian 12 make the virtual environment with --system-site-packages so that it "
-                         "sees python3-torch")
+                         "Debian's python3-torch is importable by /usr/bin/python3: make the virtual "
+                         "environment with /usr/bin/python3 -m venv --system-site-packages")
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -361,6 +361,9 @@ def get_requires_for_build_wheel(config_settings=None):
 
 
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    # pip resolves the "torch" dependency after this hook and before build_wheel: without torch it would
+    # look for it on an index and end with "No matching distribution found for torch", not this message.
+    host_torch()
     project, version = project_table(), project_version()
     directory = Path(metadata_directory) / dist_info_name(project, version)
     directory.mkdir(parents=True, exist_ok=True)

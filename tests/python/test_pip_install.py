@@ -293,7 +293,7 @@ def test_refuses_a_libtorch_of_another_version(tmp_path):
     backend.check_torch(build, {**torch, "version": "9.9.9a0+gitunknown"})
 
 
-def test_refuses_an_interpreter_without_torch(tmp_path):
+def test_refuses_an_interpreter_without_torch(tmp_path, monkeypatch):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
     python = str(bare / "bin" / "python")
@@ -301,8 +301,13 @@ def test_refuses_an_interpreter_without_torch(tmp_path):
         backend.host_torch(python)
     assert str(error.value) == (
         f"[torch] must be importable by {python}, the interpreter running pip, got ModuleNotFoundError: "
-        "No module named 'torch'; on Debian 12 make the virtual environment with --system-site-packages so "
-        "that it sees python3-torch")
+        "No module named 'torch'; Debian's python3-torch is importable by /usr/bin/python3: make the virtual "
+        "environment with /usr/bin/python3 -m venv --system-site-packages")
+    # pip asks for the metadata before it resolves the torch dependency: the refusal comes first.
+    monkeypatch.setattr(backend.sys, "executable", python)
+    with pytest.raises(backend.BuildError, match=r"^\[torch\] must be importable by "):
+        backend.prepare_metadata_for_build_wheel(str(tmp_path / "metadata"))
+    assert not (tmp_path / "metadata").exists()
 
 
 # ---------------------------------------------------------------- the source tree
