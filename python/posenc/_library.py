@@ -4,7 +4,9 @@
 Where: $POSENC_LIBRARY when set; else the package's own _lib/ (an installed
 wheel, see docs/install.md), then <repo>/build/lib (a source tree)."""
 
+import mmap
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -32,7 +34,40 @@ def candidate_paths():
     return bundled + [repo / "build" / "lib" / LIBRARY_NAME]
 
 
+_BUILT_AGAINST = b"posenc-built-against-torch "
+
+
+def built_against_torch(path):
+    """The libtorch version the op library at path was compiled against, as it records in its own
+    bytes (src/nn/runtime_info.cpp), or None for a file without the record."""
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        start = data.find(_BUILT_AGAINST)
+        if start < 0:
+            return None
+        start += len(_BUILT_AGAINST)
+        end = data.find(b"\n", start, start + 64)
+        return data[start:end].decode("ascii", "replace") if end > 0 else None
+
+
+def _release(version):
+    """'1.13.0a0+gitunknown' -> (1, 13, 0): the release numbers alone (Debian's torch 1.13.0a0 is libtorch 1.13.0)."""
+    match = re.match(r"[0-9]+(?:\.[0-9]+)*", version)
+    return tuple(int(n) for n in match.group(0).split(".")) if match else ()
+
+
+def check_torch_version(path):
+    """Refuses, in one line naming both versions, an op library built against another torch than
+    the one this interpreter imports: loading it would fail on an undefined symbol, or worse."""
+    built = built_against_torch(path)
+    if built is not None and _release(built) != _release(torch.__version__):
+        raise ImportError(
+            f"posenc: the op library {path} was built against torch {built}, but this interpreter imports "
+            f"torch {torch.__version__} ({Path(torch.__file__).parent}); rebuild posenc against this torch "
+            "(cmake --build build, or pip install . again), or run it with the torch it was built for")
+
+
 def _load_library(path):
+    check_torch_version(path)
     try:
         torch.ops.load_library(str(path))
     except OSError as error:

@@ -2,6 +2,7 @@
 // a float64 matrix once and calls posenc::analysis, which validates the
 // values (non-empty, finite, square) and the options with its own messages.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -82,7 +83,29 @@ std::tuple<double, double, int64_t, int64_t, int64_t, std::string> probe(const a
   });
 }
 
+// The results describe a matrix; they are not functions of it to differentiate. Registered for the
+// Autograd key as well, they never require grad: torch 2's default autograd fallback would otherwise
+// give them a grad_fn that only warns (torch 1.13's left them alone).
+template <auto F>
+struct WithoutAutograd;
+template <class R, class... A, R (*F)(A...)>
+struct WithoutAutograd<F> {
+  static R call(A... args) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    const at::NoGradGuard no_grad;
+    return F(args...);
+  }
+};
+
 }  // namespace
+
+TORCH_LIBRARY_IMPL(posenc, Autograd, m) {
+  m.impl("proximity", &WithoutAutograd<&proximity>::call);
+  m.impl("indicators", &WithoutAutograd<&indicators>::call);
+  m.impl("monotone_range", &WithoutAutograd<&monotone_range>::call);
+  m.impl("translation_residual", &WithoutAutograd<&translation_residual>::call);
+  m.impl("probe", &WithoutAutograd<&probe>::call);
+}
 
 TORCH_LIBRARY_IMPL(posenc, CPU, m) {
   m.impl("proximity", proximity);

@@ -120,3 +120,9 @@ int blas_threads() {
 std::string torch_version() { return TORCH_VERSION; }
 
 }  // namespace posenc::nn
+
+// The libtorch this library was compiled against, as text in the file itself: the Python package reads it
+// before loading the library, so that one built against another torch is refused in one line naming both
+// versions instead of failing on an undefined symbol (python/posenc/_library.py).
+extern "C" __attribute__((used, visibility("default"))) const char posenc_built_against_torch[] =
+    "posenc-built-against-torch " TORCH_VERSION "\n";

@@ -87,6 +87,32 @@ def test_missing_library_is_a_clear_import_error(tmp_path):
                     "Build it (cmake --build build --target posenc_nn) or set POSENC_LIBRARY to its path.")
 
 
+def test_the_library_records_the_torch_it_was_built_against():
+    from posenc import _library
+    built = _library.built_against_torch(_library._loaded)
+    assert built is not None and _library._release(built) == _library._release(torch.__version__)
+    assert _library._release("1.13.0a0+gitunknown") == (1, 13, 0) == _library._release("1.13.0")
+
+
+def test_a_library_built_against_another_torch_is_refused_in_one_line(tmp_path):
+    # The real library with its record changed to another torch of the same length: refused before
+    # it is loaded, naming both versions (loading it would fail on a symbol, or worse).
+    from posenc import _library
+    data = _library._loaded.read_bytes()
+    built = _library.built_against_torch(_library._loaded)
+    other = "9" + built[1:]
+    marker = b"posenc-built-against-torch "
+    copy = tmp_path / "libposenc_nn.so"
+    copy.write_bytes(data.replace(marker + built.encode() + b"\n", marker + other.encode() + b"\n"))
+    result = run_import(str(copy))
+    assert result.returncode != 0
+    torch_dir = Path(torch.__file__).parent
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"ImportError: posenc: the op library {copy} was built against torch {other}, but this interpreter "
+        f"imports torch {torch.__version__} ({torch_dir}); rebuild posenc against this torch (cmake --build "
+        "build, or pip install . again), or run it with the torch it was built for")
+
+
 def test_default_path_is_the_repository_build(monkeypatch):
     from posenc import _library
     monkeypatch.delenv("POSENC_LIBRARY", raising=False)
