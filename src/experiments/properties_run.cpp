@@ -1,4 +1,5 @@
 // One run of the properties suite: pretraining, probes, fine-tuning, result.json.
+#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 #include <torch/utils.h>
@@ -192,6 +193,9 @@ PropertiesOutcome run_properties(const PropertiesRun& run, const PropertiesPlan&
     o.reused = true;
     return o;
   }
+  // The probes run on the ATen thread count the trainer sets (posenc/training/trainer.h), also when every
+  // stage was trained by an earlier process: on torch 2 layer norm's and softmax's sums follow the count.
+  at::set_num_threads(configs.pretrain.threads > 1 ? 1 : static_cast<int>(configs.pretrain.threads));
   PropertiesOutcome o;
   o.name = run.name;
   o.encoding = run.encoding;
