@@ -193,9 +193,9 @@ PropertiesOutcome run_properties(const PropertiesRun& run, const PropertiesPlan&
     o.reused = true;
     return o;
   }
-  // The probes run on the ATen thread count the trainer sets (posenc/training/trainer.h), also when every
-  // stage was trained by an earlier process: on torch 2 layer norm's and softmax's sums follow the count.
-  at::set_num_threads(configs.pretrain.threads > 1 ? 1 : static_cast<int>(configs.pretrain.threads));
+  // The probes run on the trainer's ATen thread count also when every stage was trained by an earlier
+  // process: on torch 2 the probes' sums follow the count.
+  at::set_num_threads(nn::aten_threads(configs.pretrain));
   PropertiesOutcome o;
   o.name = run.name;
   o.encoding = run.encoding;

@@ -33,12 +33,10 @@ json parameter_json(const EncodingParameter& p, const EncodingConfig& e) {
   return p.value(e);
 }
 
-// The setting called key, or null when no family has it.
+// The training option called key, or null when no family has it.
 const EncodingParameter* training_option(const std::string& key) {
-  for (const EncodingParameter* p : encoding_training_options()) {
-    if (p->name == key) return p;
-  }
-  return nullptr;
+  const EncodingParameter* p = find_encoding_parameter(key);
+  return p != nullptr && p->training_option ? p : nullptr;
 }
 
 // "'rope'" for strings, the JSON number otherwise.
@@ -198,6 +196,8 @@ std::vector<std::string> layer_encoding_list(const TrainConfig& config) {
   }
   return out;
 }
+
+int aten_threads(const TrainConfig& c) { return c.threads > 1 ? 1 : static_cast<int>(c.threads); }
 
 double learning_rate(const TrainConfig& c, int64_t step) {
   const double s = static_cast<double>(step);

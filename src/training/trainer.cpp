@@ -289,7 +289,7 @@ TrainResult train(const TrainConfig& requested, const fs::path& dir, const Train
   // each single-threaded inside.
   const int shards = static_cast<int>(std::min(config.threads * kShardsPerThread, config.batch));
   const int workers = static_cast<int>(config.threads);
-  at::set_num_threads(config.threads > 1 ? 1 : static_cast<int>(config.threads));
+  at::set_num_threads(aten_threads(config));
   torch::manual_seed(config.seed);
   TaskModel model(task, config);
   if (!config.init_from.empty() && !latest) {

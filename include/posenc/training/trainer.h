@@ -95,6 +95,10 @@ std::vector<std::string> layer_encoding_list(const TrainConfig& config);
 // The learning rate of step s (1-based), as in the schedule above.
 double learning_rate(const TrainConfig& config, int64_t step);
 
+// The ATen thread count a run trains on: its threads, or 1 when it shards batches over several threads
+// (each shard single-threaded inside). Whatever evaluates a trained run sets the same, for the same sums.
+int aten_threads(const TrainConfig& config);
+
 // config.json text (every field, the encoding's parameters, the posenc version) and back.
 // Parsing throws std::runtime_error "[checkpoint] SOURCE: missing or invalid field 'dim'".
 std::string train_config_json(const TrainConfig& config);
