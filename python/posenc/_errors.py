@@ -10,6 +10,11 @@ every other exception through unchanged.
 
 import re
 
+import torch
+
+# torch.compiler.is_compiling (torch >= 2.3): True while torch.compile traces; torch 1.13 has no tracer.
+_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
 _SCHEMA_TYPE = re.compile(r"Expected a value of type '([^']+)' for argument '([^']+)' but instead found type '([^']+)'")
 _SCHEMA_VALUE = re.compile(r"^Value: (.*)$", re.MULTILINE)
 _ALLOCATION = re.compile(r"can't allocate memory: you tried to allocate (\d+) bytes")
@@ -38,24 +43,20 @@ def translate(name, error):
     return None
 
 
-class _CheckedOp:
-    __slots__ = ("_op", "_name")
-
-    def __init__(self, op, name):
-        self._op = op
-        self._name = name
-
-    def __getattr__(self, overload):  # op.out, op.default, ...: the same translation
-        return _CheckedOp(getattr(self._op, overload), self._name)
-
-    def __call__(self, *args, **kwargs):
+def _checked(op, name):
+    """op (a packet, or one overload such as op.out) raising posenc's exceptions; a plain function, which
+    torch.compile traces (under its trace the op is called as it is)."""
+    def call(*args, **kwargs):
+        if _compiling():  # the tracer records the op itself; the messages are the eager call's
+            return op(*args, **kwargs)
         try:
-            return self._op(*args, **kwargs)
+            return op(*args, **kwargs)
         except RuntimeError as error:
-            translated = translate(self._name, error)
+            translated = translate(name, error)
             if translated is None:
                 raise
             raise translated from None
+    return call
 
 
 class CheckedOps:
@@ -65,6 +66,6 @@ class CheckedOps:
         self._namespace = namespace
 
     def __getattr__(self, name):
-        op = _CheckedOp(getattr(self._namespace, name), name)
+        op = _checked(getattr(self._namespace, name), name)
         setattr(self, name, op)  # once per op
         return op

@@ -85,6 +85,8 @@ def load():
         if path.is_file():
             _load_library(path)
             _loaded = path
+            from . import _fake
+            _fake.register()
             return CheckedOps(torch.ops.posenc)
     raise ImportError(
         f"posenc: the op library {LIBRARY_NAME} was not found; tried "

@@ -17,9 +17,11 @@ Formulas and sources: docs/relative.md.
 
 import torch
 
+from ._errors import _checked
 from ._library import load as _load
 
 _ops = _load()
+_alibi_bias_out = _checked(torch.ops.posenc.alibi_bias.out, "alibi_bias")
 
 __all__ = [
     "alibi_bias",
@@ -45,7 +47,7 @@ def alibi_bias(num_heads, q_len, k_len, *, causal=False, dtype=torch.float32, ou
     instead of a new tensor (dtype is then out's).
     """
     if out is not None:
-        return _ops.alibi_bias.out(num_heads, q_len, k_len, causal, out=out)
+        return _alibi_bias_out(num_heads, q_len, k_len, causal, out=out)
     return _ops.alibi_bias(num_heads, q_len, k_len, causal, dtype)
 
 

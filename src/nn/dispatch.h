@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/core/List.h>
 
 #include <array>
 #include <cstdint>
@@ -173,6 +174,17 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at
                                                    at::TensorList terms, const detail::TermSpecArg& spec,
                                                    bool causal, const c10::optional<at::Tensor>& key_padding_mask,
                                                    c10::optional<double> scale, bool return_weights);
+// spec: TermSpec::describe()'s text; (out, weights, logsumexp).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_streamed(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::TensorList terms, c10::string_view spec,
+    bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
+    bool return_weights);
+std::vector<at::Tensor> attention_streamed_backward(const at::Tensor& grad_out, const at::Tensor& q,
+                                                    const at::Tensor& k, const at::Tensor& v, at::TensorList terms,
+                                                    c10::string_view spec, bool causal,
+                                                    const c10::optional<at::Tensor>& key_padding_mask, double scale,
+                                                    const at::Tensor& out, const at::Tensor& logsumexp,
+                                                    const c10::List<bool>& needs);
 
 }  // namespace posenc::nn::dispatch
 

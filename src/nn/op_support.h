@@ -25,6 +25,13 @@ inline bool given(const c10::optional<at::Tensor>& t) noexcept { return t.has_va
 // The tensor of an optional argument, or an undefined tensor.
 inline at::Tensor value_of(const c10::optional<at::Tensor>& t) { return given(t) ? *t : at::Tensor(); }
 
+// False for a tensor whose values a tracer holds back (torch 2's fake and functional tensors under
+// torch.compile / torch.export, meta tensors): code that reads values (checks, a table's length) takes
+// its shape-only path there, and the traced op reads them when the graph runs.
+inline bool holds_data(const at::Tensor& t) {
+  return !t.is_meta() && !t.unsafeGetTensorImpl()->is_python_dispatch();
+}
+
 // t (B, H, rows, cols) in `compute` with unit column stride, as the kernels'
 // BatchedMatrix wants: a view when it already is one, else a copy (a stride-0
 // column, an expanded gradient, is copied).

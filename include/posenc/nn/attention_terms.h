@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace posenc::nn {
@@ -98,6 +99,10 @@ struct TermSpec {
   std::vector<TermEntry> entries;
   // "[offset_rows, relative_keys(K=4), tile(fire)]"
   std::string describe() const;
+  // describe()'s text back (the spec as torch.ops.posenc.attention_streamed takes it); refuses
+  // another text naming the entry: "[attention] spec entry 'relative_keys' needs (K=...), in
+  // [offset_rows, relative_keys]".
+  static TermSpec parse(std::string_view text);
   int64_t tensor_count() const;
   bool operator==(const TermSpec&) const = default;
 };

@@ -93,6 +93,8 @@ class FamilyModule(nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
         contract = self._contract
+        # An instance attribute as well: torch.compile reads a class attribute holding a dict only through one
+        self._contract = contract
         name = contract["module"]
         bound = self.__signature__.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -211,9 +213,13 @@ class FamilyModule(nn.Module):
             tensors = _ops.family_keywords(self._contract["module"], self._settings, self._state(),
                                            operator.index(q_len), operator.index(k_len), self._dtype(dtype))
             return {**dict(zip(self._keywords["tensors"], tensors)), **self._keywords["values"]}
-        tensors, spec = self.attention_terms(q_len, k_len, dtype=dtype)
+        q_len, k_len = operator.index(q_len), operator.index(k_len)
+        tensors = _ops.family_term_tensors(self._contract["module"], self._settings, self._state(), q_len, k_len,
+                                           self._dtype(dtype))
         kwargs, at = {}, 0
-        for entry, count, (max_distance, height, width) in _entries(spec):
+        shapes = tuple(tuple(shape) for _, borrowed, shape in self._layout if not borrowed or self._borrowed)
+        for entry, count, (max_distance, height, width) in _term_layout(self._contract["module"], self._settings,
+                                                                        shapes, q_len, k_len):
             taken = tuple(tensors[at:at + count])
             at += count
             kind = entry.split("(")[0]
@@ -276,6 +282,27 @@ def _entries(spec):
         torch._C._set_tracing_state(state)
 
 
+def _constant(function):
+    """function, which torch.compile runs while tracing and records as its result (torch.compiler's
+    assume_constant_result); as it is where there is no tracer (torch 1.13)."""
+    mark = getattr(getattr(torch, "compiler", None), "assume_constant_result", None)
+    return mark(function) if mark else function
+
+
+_LAYOUTS = {}  # (module, settings, state shapes, q_len, k_len) -> the term entries
+
+
+@_constant
+def _term_layout(module, settings, shapes, q_len, k_len):
+    """(name, tensor count, sizes) of each entry of a family's terms at these lengths: fixed by the settings and
+    the lengths (constants of a trace), read from the terms of tensors of ones in the state's shapes."""
+    key = (module, settings, shapes, q_len, k_len)
+    if key not in _LAYOUTS:
+        state = [torch.ones(shape) for shape in shapes]
+        _LAYOUTS[key] = tuple(_entries(_ops.family_terms(module, settings, state, q_len, k_len, torch.float32)[1]))
+    return _LAYOUTS[key]
+
+
 def _forward_lengths(self, q_len, k_len):
     """The dense term [num_heads, q_len, k_len] (queries at key positions i' = i + k_len - q_len), -inf where
     masked; differentiable wrt the parameters."""
@@ -302,6 +329,29 @@ def _relative_values(self, probs):
     return _ops.family_relative_values(self._contract["module"], self._settings, self._state(), probs)
 
 
+def _parameters(signature):
+    """((name, default), ...) of a signature, read once: what _bind walks."""
+    return tuple((p.name, p.default) for p in signature.parameters.values())
+
+
+def _bind(self, args, kwargs):
+    """{parameter: value} of a call of the point's forward, defaults applied, as inspect.Signature.bind gives
+    it; in plain Python, which torch.compile traces (it cannot trace inspect). A call that does not bind gets
+    inspect's own TypeError."""
+    parameters = self._forward_parameters
+    names = tuple(name for name, _ in parameters)
+    bound = dict(zip(names, args))
+    fits = len(args) <= len(parameters) and all(key in names and key not in bound for key in kwargs)
+    bound.update(kwargs)
+    for name, default in parameters:
+        if name not in bound:
+            fits = fits and default is not inspect.Parameter.empty
+            bound[name] = default
+    if not fits:
+        self._forward_signature.bind(*args, **kwargs)  # raises
+    return bound
+
+
 def _positions(self, value):
     """A positions argument as the family ops take it: a tensor, None, or an int N as 0 .. N-1 where the
     contract says so."""
@@ -317,13 +367,12 @@ def _positions(self, value):
 def _rotate(self, *args, **kwargs):
     """The query/key point: the contract's rotate_inputs transformed at their positions."""
     contract = self._contract
-    call = self._forward_signature.bind(*args, **kwargs)
-    call.apply_defaults()
-    inputs = [call.arguments[name] for name in contract["rotate_inputs"]]
+    arguments = _bind(self, args, kwargs)
+    inputs = [arguments[name] for name in contract["rotate_inputs"]]
     for name, value in zip(contract["rotate_inputs"], inputs):
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"[{contract['module']}] {name} must be a tensor, got {type(value).__name__}")
-    positions = _positions(self, call.arguments[contract["positions"]["name"]])
+    positions = _positions(self, arguments[contract["positions"]["name"]])
     out = _ops.family_rotate(contract["module"], self._settings, self._state(), inputs, positions)
     return tuple(out) if len(out) > 1 else out[0]
 
@@ -339,11 +388,11 @@ def _rotate_signature(contract):
 def _embed(self, *args, **kwargs):
     """The input point: the table at the positions (an int N: 0 .. N-1), or a grid family's every cell."""
     contract = self._contract
-    call = self._forward_signature.bind(*args, **kwargs)
-    sizes = [operator.index(call.arguments[name]) for name in contract["embed_sizes"]]
+    arguments = _bind(self, args, kwargs)
+    sizes = [operator.index(arguments[name]) for name in contract["embed_sizes"]]
     positions, count = None, None
     if not sizes:
-        value = call.arguments[contract["positions"]["name"]]
+        value = arguments[contract["positions"]["name"]]
         if isinstance(value, torch.Tensor):
             positions = value
         else:
@@ -461,10 +510,12 @@ def generate(module_name):
             namespace[contract["pretrained_loader"]] = _loader(contract)
         if contract["forward"] == "rotate":
             namespace["_forward_signature"] = _rotate_signature(contract)
+            namespace["_forward_parameters"] = _parameters(namespace["_forward_signature"])
             namespace["forward"] = _point_forward(_rotate, namespace["_forward_signature"], "The query/key point: "
                                                   "the inputs transformed at their positions (one tensor per input).")
         elif contract["forward"] == "embed":
             namespace["_forward_signature"] = _embed_signature(contract)
+            namespace["_forward_parameters"] = _parameters(namespace["_forward_signature"])
             namespace["forward"] = _point_forward(_embed, namespace["_forward_signature"], "The input point: the "
                                                   "table's rows at the positions (or every cell of the grid).")
         for method in contract["methods"]:

@@ -43,10 +43,12 @@ at::Tensor deberta_row_index(int64_t max_distance, int64_t position_buckets, int
 
 }  // namespace
 
+// A table of sizes alone: CompositeExplicitAutograd (the tracers of torch 2 record the op, its fake kernel in
+// posenc/_fake.py runs it for its shape).
 TORCH_LIBRARY_FRAGMENT(posenc, m) {
-  m.def("deberta_row_index(int max_distance, int position_buckets=256, int max_relative_positions=512) -> Tensor",
-        &deberta_row_index);
+  m.def("deberta_row_index(int max_distance, int position_buckets=256, int max_relative_positions=512) -> Tensor");
 }
+TORCH_LIBRARY_IMPL(posenc, CompositeExplicitAutograd, m) { m.impl("deberta_row_index", &deberta_row_index); }
 
 }  // namespace posenc::nn
 
@@ -157,8 +159,11 @@ void deberta_terms(const FamilySettings& s, const FamilyState& t, AttentionTerms
   if (pos_query.defined()) terms.rel_q = pos_query;
   // Every offset the call reaches gets its bucket row: O(Tq + Tk) entries.
   terms.max_distance = std::max<int64_t>({q_len - 1, k_len - 1, 0});
-  terms.rel_index = at::empty({2 * terms.max_distance + 1}, at::kLong);
-  kernels::deberta_row_index(params_of(s), terms.max_distance, terms.rel_index.data_ptr<int64_t>());
+  static const auto row_index = c10::Dispatcher::singleton()
+                                     .findSchemaOrThrow("posenc::deberta_row_index", "")
+                                     .typed<decltype(deberta_row_index)>();
+  terms.rel_index = row_index.call(terms.max_distance, s.integer("position_buckets"),
+                                   s.integer("max_relative_positions"));
   terms.scale_factor = scale_factor_of(s);
 }
 

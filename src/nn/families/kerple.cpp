@@ -198,8 +198,10 @@ at::Tensor project(const FamilySettings& s, const FamilyState& state) {
   const double eps = s.real("eps");
   const double r2_max = kind_of(s) == kernels::KerpleKind::kPower ? 2.0 : std::numeric_limits<double>::infinity();
   at::Tensor r1 = state[0], r2 = state[1];
-  if ((r1 < eps).any().item<bool>()) r1.clamp_min_(eps);
-  if ((r2 < eps).any().item<bool>() || (r2 > r2_max).any().item<bool>()) r2.clamp_(eps, r2_max);
+  // Traced, the clamps are recorded as they are (a no-op on values in range).
+  const bool traced = !detail::holds_data(r1) || !detail::holds_data(r2);
+  if (traced || (r1 < eps).any().item<bool>()) r1.clamp_min_(eps);
+  if (traced || (r2 < eps).any().item<bool>() || (r2 > r2_max).any().item<bool>()) r2.clamp_(eps, r2_max);
   return {};
 }
 

@@ -163,6 +163,22 @@ std::pair<at::Tensor, at::Tensor> cached(const Rope& r, int64_t seq_len, int64_t
 
 // (cos, sin), positions.shape + [R/2] in `compute`, attention factor (or attention_scaling) included.
 std::pair<at::Tensor, at::Tensor> cos_sin(const Rope& r, const at::Tensor& p, at::ScalarType compute) {
+  if (!detail::holds_data(p)) {
+    // Traced (torch.compile, torch.export): the table op at these positions, recorded as it is; the module's
+    // cache, which would keep the tracer's tensors, is not used. Its length comes from the positions' values
+    // when the graph runs; only a factor of that length (attention_scaling) needs seq_len.
+    auto [cos, sin] = ops::rope_cos_sin(p, r.rotary_dim, r.table_options(), compute);
+    if (!r.attention_scaling) return {cos, sin};
+    const bool by_length =
+        r.scaling.type == kernels::RopeType::kDynamic || r.scaling.type == kernels::RopeType::kLongrope;
+    TORCH_CHECK_VALUE(!by_length || r.seq_len, "[", kModule, "] attention_scaling with a length-dependent scaling "
+                      "needs seq_len under a tracer (torch.compile, torch.export): it reads the positions' values");
+    const double factor = detail::translate_errors([&] {
+      return kernels::rope_frequencies(r.rotary_dim, r.base, r.scaling, r.seq_len.value_or(1), kModule)
+          .attention_factor;
+    });
+    return {cos * (*r.attention_scaling / factor), sin * (*r.attention_scaling / factor)};
+  }
   int64_t first = 0, last = 0;
   const bool any = p.numel() > 0;
   {

@@ -215,6 +215,12 @@ std::tuple<std::vector<at::Tensor>, detail::TermSpecArg> terms(c10::string_view 
   return {std::move(list.tensors), c10::make_intrusive<detail::TermSpecObject>(std::move(list.spec))};
 }
 
+// The term list's tensors alone: what torch.compile's tracers can record (no script object).
+std::vector<at::Tensor> term_tensors(c10::string_view module, c10::string_view text, at::TensorList state,
+                                     int64_t q_len, int64_t k_len, at::ScalarType compute) {
+  return std::get<0>(terms(module, text, state, q_len, k_len, compute));
+}
+
 // {"tensors": the keyword names of family_keywords' tensors, "values": the plain keywords}, from the
 // settings alone (no str output per call: the tracer records none).
 std::string keyword_names(c10::string_view module, c10::string_view text) {
@@ -334,6 +340,7 @@ TORCH_LIBRARY_IMPL(posenc, CompositeImplicitAutograd, m) {
   m.impl("family_dense", &dense);
   m.impl("family_dense_qk", &dense_qk);
   m.impl("family_terms", &terms);
+  m.impl("family_term_tensors", &term_tensors);
   m.impl("family_call", &call);
   m.impl("family_rotate", &rotate);
   m.impl("family_embed", &embed);

@@ -355,6 +355,18 @@ TORCH_LIBRARY(posenc, m) {
   m.def("attention_fused(Tensor q, Tensor k, Tensor v, Tensor[] terms, " POSENC_TERM_SPEC " spec, "
         "bool causal=False, Tensor? key_padding_mask=None, float? scale=None, bool return_weights=False) "
         "-> (Tensor, Tensor)");
+  // The same with the spec as its text (TermSpec.describe(): "[offset_rows, tile(fire)]"), the op that
+  // torch.compile and torch.export record (their graphs hold no script object; attention_fused and
+  // posenc.attention come here). It also returns each row's log-sum-exp (B, H, Tq) in the compute dtype
+  // (float32, float64 for float64), which its backward reads.
+  m.def("attention_streamed(Tensor q, Tensor k, Tensor v, Tensor[] terms, str spec, bool causal=False, "
+        "Tensor? key_padding_mask=None, float? scale=None, bool return_weights=False) -> (Tensor, Tensor, Tensor)");
+  // Its backward from the forward's out and logsumexp: the gradients of those of q, k, v and the term
+  // list's tensors whose `needs` entry is true (3 + len(terms) entries), in that order, each in its input's
+  // shape and dtype.
+  m.def("attention_streamed_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor[] terms, str spec, "
+        "bool causal, Tensor? key_padding_mask, float scale, Tensor out, Tensor logsumexp, bool[] needs) "
+        "-> Tensor[]");
 
   // The family contracts (posenc/nn/family_contract.h, ops/family.cpp): what the one Python holder
   // of every generated posenc.nn class calls. settings is JSON ({"num_heads": 4, "kind": "log"}),
@@ -371,6 +383,9 @@ TORCH_LIBRARY(posenc, m) {
         "Tensor? key_padding_mask=None) -> Tensor");
   m.def("family_terms(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType compute) "
         "-> (Tensor[], " POSENC_TERM_SPEC ")");
+  // family_terms' tensors alone (torch.compile's graphs hold no TermSpec).
+  m.def("family_term_tensors(str module, str settings, Tensor[] state, int q_len, int k_len, ScalarType compute) "
+        "-> Tensor[]");
   m.def("family_call(str module, str settings, Tensor[] state, str method, int q_len=0, int k_len=0, "
         "ScalarType? dtype=None, Tensor? positions=None, int max_distance=0) -> Tensor");
   m.def("family_rotate(str module, str settings, Tensor[] state, Tensor[] inputs, Tensor? positions=None) "

@@ -77,6 +77,28 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at
   return op.call(q, k, v, terms, spec, causal, key_padding_mask, scale, return_weights);
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_streamed(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, at::TensorList terms, c10::string_view spec,
+    bool causal, const c10::optional<at::Tensor>& key_padding_mask, c10::optional<double> scale,
+    bool return_weights) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("posenc::attention_streamed", "")
+                             .typed<decltype(attention_streamed)>();
+  return op.call(q, k, v, terms, spec, causal, key_padding_mask, scale, return_weights);
+}
+
+std::vector<at::Tensor> attention_streamed_backward(const at::Tensor& grad_out, const at::Tensor& q,
+                                                    const at::Tensor& k, const at::Tensor& v, at::TensorList terms,
+                                                    c10::string_view spec, bool causal,
+                                                    const c10::optional<at::Tensor>& key_padding_mask, double scale,
+                                                    const at::Tensor& out, const at::Tensor& logsumexp,
+                                                    const c10::List<bool>& needs) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("posenc::attention_streamed_backward", "")
+                             .typed<decltype(attention_streamed_backward)>();
+  return op.call(grad_out, q, k, v, terms, spec, causal, key_padding_mask, scale, out, logsumexp, needs);
+}
+
 }  // namespace dispatch
 
 AttentionPath parse_attention_path(std::string_view name, std::string_view op) {
@@ -166,7 +188,7 @@ std::tuple<at::Tensor, at::Tensor> attention_composed(const at::Tensor& q, const
   if (mask.defined()) {
     logits = logits.masked_fill(mask, -std::numeric_limits<double>::infinity());
     const at::Tensor all_hidden = mask.all(-1, /*keepdim=*/true);
-    if (k_len > 0 && all_hidden.any().item<bool>()) {
+    if (k_len > 0 && (!detail::holds_data(all_hidden) || all_hidden.any().item<bool>())) {
       dead = all_hidden;
       logits = logits.masked_fill(dead, 0.0);  // finite softmax (and gradient) on those rows
     }

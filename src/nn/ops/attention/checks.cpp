@@ -80,7 +80,7 @@ void check_term(const char* name, const at::Tensor& t, const at::Tensor& q) {
 // Tables and slopes hold parameters, never masks: a NaN or an infinity there is
 // a bug upstream, refused with its first position (the dense bias may hold -inf).
 void check_finite_table(const char* name, const at::Tensor& t) {
-  if (t.numel() == 0) return;
+  if (t.numel() == 0 || !detail::holds_data(t)) return;  // traced: the graph's kernel checks
   const at::Tensor bad = at::logical_not(at::isfinite(t.detach()));
   if (!bad.any().item<bool>()) return;
   const at::Tensor first = bad.nonzero().select(0, 0).contiguous();  // [dim] indices of the first bad entry
@@ -185,8 +185,9 @@ void check_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
       const at::Tensor& table = terms.rel_k.defined() ? terms.rel_k : terms.rel_q;
       table_rows = table.dim() >= 2 ? table.size(-2) : 0;
       if (!terms.rel_k.defined()) rows_name = "the rows of rel_q";
-      const int64_t lo = index.min().item<int64_t>(), hi = index.max().item<int64_t>();
-      TORCH_CHECK_VALUE(lo >= 0 && hi < table_rows, "[", kOp, "] rel_index must hold rows in [0, ", table_rows,
+      const bool read = detail::holds_data(index) && index.numel() > 0;
+      const int64_t lo = read ? index.min().item<int64_t>() : 0, hi = read ? index.max().item<int64_t>() : 0;
+      TORCH_CHECK_VALUE(!read || (lo >= 0 && hi < table_rows), "[", kOp, "] rel_index must hold rows in [0, ", table_rows,
                         "), got ", lo < 0 ? lo : hi);
     } else if (terms.rel_q.defined()) {
       rows_name = "2*max_distance+1";

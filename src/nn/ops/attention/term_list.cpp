@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,6 +79,71 @@ std::string TermSpec::describe() const {
   std::string s = "[";
   for (size_t i = 0; i < entries.size(); ++i) s.append(i ? ", " : "").append(term_entry_name(entries[i]));
   return s.append("]");
+}
+
+namespace {
+
+// A number of an entry's parentheses ("4" of "K=4"), or nullopt; negative ones pass, for the term
+// checks to refuse with their own message.
+std::optional<int64_t> parse_count(std::string_view text) {
+  const bool negative = !text.empty() && text.front() == '-';
+  if (negative) text.remove_prefix(1);
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  int64_t n = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return negative ? -n : n;
+}
+
+TermEntry parse_entry(std::string_view item, std::string_view whole) {
+  const size_t open = item.find('(');
+  const std::string_view name = item.substr(0, open);
+  std::string_view inside;
+  if (open != std::string_view::npos) {
+    TORCH_CHECK_VALUE(item.back() == ')', "[", kOp, "] spec entry '", item, "' must end with ')', in ", whole);
+    inside = item.substr(open + 1, item.size() - open - 2);
+  }
+  TermEntry entry;
+  bool known = false;
+  for (int k = 0; k <= static_cast<int>(TermKind::kCausal) && !known; ++k) {
+    if (name == kind_name(static_cast<TermKind>(k))) entry.kind = static_cast<TermKind>(k), known = true;
+  }
+  TORCH_CHECK_VALUE(known, "[", kOp, "] unknown spec entry '", name, "' in ", whole);
+  const bool wants_inside = is_relative(entry.kind) || is_grid(entry.kind) || entry.kind == TermKind::kTile;
+  TORCH_CHECK_VALUE(wants_inside == (open != std::string_view::npos), "[", kOp, "] spec entry '", item, "' ",
+                    wants_inside ? "needs its sizes in parentheses" : "takes no parentheses", ", in ", whole);
+  if (is_relative(entry.kind)) {
+    const auto k = inside.substr(0, 2) == "K=" ? parse_count(inside.substr(2)) : std::nullopt;
+    TORCH_CHECK_VALUE(k.has_value(), "[", kOp, "] spec entry '", item, "' needs (K=max_distance), in ", whole);
+    entry.max_distance = *k;
+  } else if (is_grid(entry.kind)) {
+    const size_t x = inside.find('x');
+    const auto h = parse_count(inside.substr(0, x));
+    const auto w = x == std::string_view::npos ? std::nullopt : parse_count(inside.substr(x + 1));
+    TORCH_CHECK_VALUE(h && w, "[", kOp, "] spec entry '", item, "' needs (HEIGHTxWIDTH), in ", whole);
+    entry.grid_height = *h, entry.grid_width = *w;
+  } else if (entry.kind == TermKind::kTile) {
+    entry.tile = std::string(inside);
+  }
+  return entry;
+}
+
+}  // namespace
+
+TermSpec TermSpec::parse(std::string_view text) {
+  TORCH_CHECK_VALUE(text.size() >= 2 && text.front() == '[' && text.back() == ']', "[", kOp,
+                    "] spec must be a list of entries like [offset_rows, relative_keys(K=4), tile(fire)], got '",
+                    text, "'");
+  TermSpec spec;
+  std::string_view rest = text.substr(1, text.size() - 2);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(", ");
+    spec.entries.push_back(parse_entry(rest.substr(0, comma), text));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+  }
+  return spec;
 }
 
 int64_t TermSpec::tensor_count() const {
