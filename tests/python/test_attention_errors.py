@@ -222,6 +222,63 @@ def test_term_spec_describes_its_entries():
         assert kept.describe() == s.describe()
 
 
+def test_the_spec_text_is_read_back_into_the_same_spec():
+    # attention_streamed takes describe()'s text; each entry kind, with its sizes, reads back.
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 4, 4, dtype=torch.float64) for _ in range(3))
+    cases = [([], spec()),
+             ([torch.randn(2, 7, dtype=torch.float64)], spec().offset_rows().causal()),
+             ([torch.randn(2, 3, 3, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64),
+               torch.randn(3, 4, dtype=torch.float64)], spec().grid_rows(2, 2).grid_tables(2, 2)),
+             ([torch.randn(7, 4, dtype=torch.float64), torch.randn(7, 4, dtype=torch.float64),
+               torch.randn(7, 4, dtype=torch.float64), torch.randn(2, 4, dtype=torch.float64),
+               torch.randn(2, 4, dtype=torch.float64)],
+              spec().relative_keys(3).relative_values(3).relative_queries(3).content_shift().relative_shift()),
+             ([torch.randn(5, 4, dtype=torch.float64)], spec().tile("cope").causal())]
+    for tensors, s in cases:
+        out, weights = ops.attention_fused(q, k, v, tensors, s, return_weights=True)
+        same, same_weights, logsumexp = ops.attention_streamed(q, k, v, tensors, s.describe(), return_weights=True)
+        assert torch.equal(out, same) and torch.equal(weights, same_weights)
+        assert logsumexp.shape == (1, 2, 4) and logsumexp.dtype == torch.float64
+
+
+@pytest.mark.parametrize("text, message", [
+    ("offset_rows", "[attention] spec must be a list of entries like [offset_rows, relative_keys(K=4), tile(fire)], "
+                    "got 'offset_rows'"),
+    ("[offset_rows, alibi]", "[attention] unknown spec entry 'alibi' in [offset_rows, alibi]"),
+    ("[relative_keys]", "[attention] spec entry 'relative_keys' needs its sizes in parentheses, in [relative_keys]"),
+    ("[relative_keys(4)]", "[attention] spec entry 'relative_keys(4)' needs (K=max_distance), in [relative_keys(4)]"),
+    ("[grid_rows(2by2)]", "[attention] spec entry 'grid_rows(2by2)' needs (HEIGHTxWIDTH), in [grid_rows(2by2)]"),
+    ("[causal(1)]", "[attention] spec entry 'causal(1)' takes no parentheses, in [causal(1)]"),
+    ("[relative_keys(K=-1)]", "[attention] max_distance must be >= 0, got -1"),
+], ids=["brackets", "unknown", "no-sizes", "no-K", "grid", "extra", "negative"])
+def test_a_bad_spec_text_is_refused_naming_the_entry(text, message):
+    q = z(1, 2, 3, 4)
+    tensors = [z(7, 4)] if "relative_keys" in text else [z(2, 3, 3)] if "grid" in text else []
+    with pytest.raises(ValueError) as e:
+        ops.attention_streamed(q, q, q, tensors, text)
+    assert str(e.value).splitlines()[0] == message
+
+
+def test_the_streamed_backward_op_gives_the_needed_gradients_in_order():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 3, 4, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    rows = torch.randn(2, 5, dtype=torch.float64, requires_grad=True)
+    out, _, logsumexp = ops.attention_streamed(q, k, v, [rows], "[offset_rows]", causal=True)
+    grad = torch.randn_like(out)
+    expected = torch.autograd.grad(out, (q, v, rows), grad)
+    got = ops.attention_streamed_backward(grad, q, k, v, [rows], "[offset_rows]", True, None, 0.5, out.detach(),
+                                          logsumexp, [True, False, True, True])
+    assert len(got) == 3
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError) as e:
+        ops.attention_streamed_backward(grad, q, k, v, [rows], "[offset_rows]", True, None, 0.5, out.detach(),
+                                        logsumexp, [True, True])
+    assert str(e.value).splitlines()[0] == ("[attention] needs must have 3 + len(terms) = 4 entries (q, k, v, "
+                                            "then the term list), got 2")
+
+
 def test_term_list_gradients_come_back_in_list_order():
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 2, 3, 4, dtype=torch.float64, requires_grad=True) for _ in range(3))
