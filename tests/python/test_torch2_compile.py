@@ -150,3 +150,28 @@ def test_meta_tensors_give_the_shapes():
     x = torch.empty(2, 3, 6, 8, device="meta")
     cos, sin = torch.empty(6, 4, device="meta"), torch.empty(6, 4, device="meta")
     assert torch.ops.posenc.rope_rotate(x, cos, sin).shape == (2, 3, 6, 8)
+
+
+# The rotary modules of Hugging Face schemes, as posenc.hf builds them from a config.
+HF_CONFIGS = {
+    "llama3": {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 500000.0,
+               "max_position_embeddings": 131072,
+               "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}},
+    "yarn": {"model_type": "qwen2", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 1000000.0,
+             "max_position_embeddings": 131072,
+             "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}},
+    "partial": {"model_type": "gpt_neox", "hidden_size": 256, "num_attention_heads": 4, "rotary_pct": 0.25,
+                "rotary_emb_base": 10000, "max_position_embeddings": 2048},
+}
+
+
+@pytest.mark.parametrize("name", sorted(HF_CONFIGS))
+def test_compiled_hf_rotary_module_gives_the_eager_rotation(name):
+    _fresh()
+    rotary = posenc.hf.positional_scheme(HF_CONFIGS[name]).for_layer(0).rotary
+    q, k = torch.randn(1, 4, 9, 64, dtype=torch.float64), torch.randn(1, 4, 9, 64, dtype=torch.float64)
+    positions = torch.arange(100, 109)
+    compiled = torch.compile(rotary, fullgraph=True, backend="aot_eager")
+    for got, want in zip(compiled(q, k, positions), rotary(q, k, positions)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
