@@ -119,6 +119,24 @@ def _t5_bias_backward(grad, num_buckets, bidirectional, max_distance):
     return grad.new_empty((num_buckets, grad.shape[0]))
 
 
+def _t5_bias_2d(table_h, table_w, height, width, bidirectional=True, max_distance=128):
+    cells = height * width
+    return table_h.new_empty((table_h.shape[1], cells, cells))
+
+
+def _t5_bias_2d_backward(grad, num_buckets, height, width, bidirectional, max_distance):
+    return grad.new_empty((num_buckets, grad.shape[0])), grad.new_empty((num_buckets, grad.shape[0]))
+
+
+def _cpb_grid_bias(fc1_weight, fc1_bias, fc2_weight, height, width, pretrained_height=0, pretrained_width=0):
+    return fc2_weight.new_empty((fc2_weight.shape[0], 2 * height - 1, 2 * width - 1))
+
+
+def _cpb_grid_bias_backward(grad, fc1_weight, fc1_bias, fc2_weight, height, width, pretrained_height,
+                            pretrained_width):
+    return _like(fc1_weight), _like(fc1_bias), _like(fc2_weight)
+
+
 def _offset_rows(like, heads, q_len, k_len):
     return like.new_empty((heads, q_len + k_len - 1))
 
@@ -186,6 +204,10 @@ FAKES = {
     "t5_bucket": _t5_bucket,
     "t5_bias": _t5_bias,
     "t5_bias_backward": _t5_bias_backward,
+    "t5_bias_2d": _t5_bias_2d,
+    "t5_bias_2d_backward": _t5_bias_2d_backward,
+    "cpb_grid_bias": _cpb_grid_bias,
+    "cpb_grid_bias_backward": _cpb_grid_bias_backward,
     "kerple_offset_bias": _kerple_offset_bias,
     "kerple_offset_bias_backward": _kerple_offset_bias_backward,
     "dpb_offset_bias": _dpb_offset_bias,

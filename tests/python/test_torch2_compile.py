@@ -44,6 +44,25 @@ def test_compiled_layer_gives_the_eager_output_and_gradients(name):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
+GRID = {"alibi-2d": lambda: pnn.AlibiBias2d(4, 3, 4), "t5-2d": lambda: pnn.T5Bias2d(4, 3, 4),
+        "cpb": lambda: pnn.ContinuousPositionBias2d(4, 3, 4, hidden=16), "relative-2d": lambda: pnn.Relative2d(3, 4, 8)}
+
+
+@pytest.mark.parametrize("name", sorted(GRID))
+def test_compiled_layer_on_a_grid_gives_the_eager_output_and_gradients(name):
+    _fresh()
+    torch.manual_seed(0)
+    layer = pnn.MultiheadAttention(32, 4, encoding=GRID[name]()).double()
+    x = torch.randn(2, 12, 32, dtype=torch.float64, requires_grad=True)  # a 3 x 4 grid
+    eager = layer(x)
+    eager_grads = torch.autograd.grad(eager.square().sum(), [x, *layer.parameters()])
+    out = torch.compile(layer, fullgraph=True, backend="aot_eager")(x)
+    grads = torch.autograd.grad(out.square().sum(), [x, *layer.parameters()])
+    torch.testing.assert_close(out, eager, rtol=1e-12, atol=1e-12)
+    for got, want in zip(grads, eager_grads):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
 def test_compiled_layer_follows_a_new_length_without_breaking_the_graph():
     _fresh()
     layer = _layer("rope+alibi")
@@ -138,6 +157,11 @@ def test_opcheck_the_leaf_ops_of_the_families():
     q, k, _ = _qkv()
     e = torch.randn(4, 8, dtype=torch.float64, requires_grad=True)
     _opcheck(torch.ops.posenc.cope_bias.default, (q, k, e, 0.35))
+    table_h = torch.randn(32, 3, dtype=torch.float64, requires_grad=True)
+    table_w = torch.randn(32, 3, dtype=torch.float64, requires_grad=True)
+    _opcheck(torch.ops.posenc.t5_bias_2d.default, (table_h, table_w, 2, 3))
+    cpb = pnn.ContinuousPositionBias2d(3, 2, 3, hidden=8).double()
+    _opcheck(torch.ops.posenc.cpb_grid_bias.default, (*cpb._state(), 2, 3))
 
 
 def test_meta_tensors_give_the_shapes():
