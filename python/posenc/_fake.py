@@ -86,6 +86,16 @@ def _rope_cos_sin(positions, dim, base=10000.0, scaling=None, seq_len=None, prec
     return positions.new_empty(shape, dtype=_table_dtype(dtype)), positions.new_empty(shape, dtype=_table_dtype(dtype))
 
 
+def _rope_axial_cos_sin(coords, rotary_dim, dims_per_axis=(), base=10000.0, scaling=None, seq_len=None,
+                        precision="exact", dtype=None):
+    return _rope_cos_sin(coords[..., 0], rotary_dim, dtype=dtype)
+
+
+def _mrope_cos_sin(positions3, rotary_dim, mrope_section, interleaved=False, base=10000.0, scaling=None,
+                   seq_len=None, precision="exact", dtype=None):
+    return _rope_cos_sin(positions3[0], rotary_dim, dtype=dtype)
+
+
 def _xpos_cos_sin(positions, rotary_dim, scale_base=512.0, gamma=0.4, center=0.0, keys=False, base=10000.0,
                   precision="exact", dtype=None):
     return _rope_cos_sin(positions, rotary_dim, dtype=dtype)
@@ -197,6 +207,8 @@ FAKES = {
     "sinusoidal": _sinusoidal,
     "rope_cos_sin": _rope_cos_sin,
     "xpos_cos_sin": _xpos_cos_sin,
+    "rope_axial_cos_sin": _rope_axial_cos_sin,
+    "mrope_cos_sin": _mrope_cos_sin,
     "learnable_sinusoidal": _learnable_sinusoidal,
     "learnable_sinusoidal_backward": _learnable_sinusoidal_backward,
     "learned": _learned,

@@ -199,3 +199,26 @@ def test_compiled_hf_rotary_module_gives_the_eager_rotation(name):
     compiled = torch.compile(rotary, fullgraph=True, backend="aot_eager")
     for got, want in zip(compiled(q, k, positions), rotary(q, k, positions)):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def _grid_coords():
+    return torch.stack(torch.meshgrid(torch.arange(3), torch.arange(4), indexing="ij"), -1).reshape(12, 2)
+
+
+POINT_MODULES = {
+    "axial": lambda: (pnn.RotaryEmbeddingAxial(16), lambda q, k: (q, k, _grid_coords())),
+    "m-rope": lambda: (pnn.MultimodalRotaryEmbedding(16, [2, 3, 3]),
+                       lambda q, k: (q, k, torch.stack([torch.arange(12)] * 3))),
+    "query-temperature": lambda: (pnn.QueryTemperature(8.0, 0.1), lambda q, k: (q, torch.arange(12))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POINT_MODULES))
+def test_compiled_axial_multimodal_and_temperature_modules(name):
+    _fresh()
+    module, arguments = POINT_MODULES[name]()
+    q, k = torch.randn(1, 2, 12, 16, dtype=torch.float64), torch.randn(1, 2, 12, 16, dtype=torch.float64)
+    want = module(*arguments(q, k))
+    got = torch.compile(module, fullgraph=True, backend="aot_eager")(*arguments(q, k))
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
