@@ -10,6 +10,7 @@ RotaryEmbedding, LearnedEncoding, ...) with its signature and docstring from the
 Python code of its own.
 """
 
+import functools
 import inspect
 import json
 import math
@@ -289,18 +290,17 @@ def _constant(function):
     return mark(function) if mark else function
 
 
-_LAYOUTS = {}  # (module, settings, state shapes, q_len, k_len) -> the term entries
-
-
 @_constant
 def _term_layout(module, settings, shapes, q_len, k_len):
     """(name, tensor count, sizes) of each entry of a family's terms at these lengths: fixed by the settings and
     the lengths (constants of a trace), read from the terms of tensors of ones in the state's shapes."""
-    key = (module, settings, shapes, q_len, k_len)
-    if key not in _LAYOUTS:
-        state = [torch.ones(shape) for shape in shapes]
-        _LAYOUTS[key] = tuple(_entries(_ops.family_terms(module, settings, state, q_len, k_len, torch.float32)[1]))
-    return _LAYOUTS[key]
+    return _layout_of(module, settings, shapes, q_len, k_len)
+
+
+@functools.lru_cache(maxsize=4096)  # bounded: a decoding loop asks at every length
+def _layout_of(module, settings, shapes, q_len, k_len):
+    state = [torch.ones(shape) for shape in shapes]
+    return tuple(_entries(_ops.family_terms(module, settings, state, q_len, k_len, torch.float32)[1]))
 
 
 def _forward_lengths(self, q_len, k_len):

@@ -163,37 +163,30 @@ std::pair<at::Tensor, at::Tensor> cached(const Rope& r, int64_t seq_len, int64_t
 
 // (cos, sin), positions.shape + [R/2] in `compute`, attention factor (or attention_scaling) included.
 std::pair<at::Tensor, at::Tensor> cos_sin(const Rope& r, const at::Tensor& p, at::ScalarType compute) {
-  if (!detail::holds_data(p)) {
-    // Traced (torch.compile, torch.export): the table op at these positions, recorded as it is; the module's
-    // cache, which would keep the tracer's tensors, is not used. Its length comes from the positions' values
-    // when the graph runs; only a factor of that length (attention_scaling) needs seq_len.
-    auto [cos, sin] = ops::rope_cos_sin(p, r.rotary_dim, r.table_options(), compute);
-    if (!r.attention_scaling) return {cos, sin};
-    const bool by_length =
-        r.scaling.type == kernels::RopeType::kDynamic || r.scaling.type == kernels::RopeType::kLongrope;
-    TORCH_CHECK_VALUE(!by_length || r.seq_len, "[", kModule, "] attention_scaling with a length-dependent scaling "
-                      "needs seq_len under a tracer (torch.compile, torch.export): it reads the positions' values");
-    const double factor = detail::translate_errors([&] {
-      return kernels::rope_frequencies(r.rotary_dim, r.base, r.scaling, r.seq_len.value_or(1), kModule)
-          .attention_factor;
-    });
-    return {cos * (*r.attention_scaling / factor), sin * (*r.attention_scaling / factor)};
-  }
+  // Traced (torch.compile, torch.export), the positions have no values to read: the table op is recorded as it
+  // is, and the module's cache, which would keep the tracer's tensors, is not used.
+  const bool traced = !detail::holds_data(p);
   int64_t first = 0, last = 0;
-  const bool any = p.numel() > 0;
-  {
+  const bool any = !traced && p.numel() > 0;  // traced sizes may be symbolic
+  if (any) {
     at::tracer::impl::NoTracerDispatchMode untraced;
-    if (any) first = p.min().item<int64_t>(), last = p.max().item<int64_t>();
+    first = p.min().item<int64_t>(), last = p.max().item<int64_t>();
   }
   double factor = 1.0;
   at::Tensor cos, sin;
-  if (!any || first < 0 || (r.seq_len && last >= *r.seq_len)) {
-    // Outside what a table of [0, seq_len) holds: straight from the table op.
+  if (traced || !any || first < 0 || (r.seq_len && last >= *r.seq_len)) {
+    // Outside what a table of [0, seq_len) holds (or traced): straight from the table op.
     std::tie(cos, sin) = ops::rope_cos_sin(p, r.rotary_dim, r.table_options(), compute);
     if (r.attention_scaling) {
-      const at::tracer::impl::NoTracerDispatchMode untraced;
-      factor = ops::rope_inv_freq(r.rotary_dim, r.base, r.scaling, r.seq_len.value_or(std::max<int64_t>(last + 1, 1)))
-                   .second;
+      const bool by_length =
+          r.scaling.type == kernels::RopeType::kDynamic || r.scaling.type == kernels::RopeType::kLongrope;
+      TORCH_CHECK_VALUE(!traced || !by_length || r.seq_len, "[", kModule, "] attention_scaling with a "
+                        "length-dependent scaling needs seq_len under a tracer (torch.compile, torch.export): it "
+                        "reads the positions' values");
+      const int64_t length = r.seq_len.value_or(std::max<int64_t>(last + 1, 1));
+      factor = detail::translate_errors([&] {
+        return kernels::rope_frequencies(r.rotary_dim, r.base, r.scaling, length, kModule).attention_factor;
+      });
     }
   } else {
     std::tie(cos, sin) = cached(r, r.seq_len.value_or(last + 1), last, p, compute, &factor);

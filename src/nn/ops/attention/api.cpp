@@ -212,8 +212,8 @@ std::tuple<at::Tensor, at::Tensor> attention_fused(const at::Tensor& q, const at
     }
   }
   const TermList list = pack_terms(terms);
-  auto [out, weights] = dispatch::attention_fused(
-      q, k, v, list.tensors, c10::make_intrusive<detail::TermSpecObject>(list.spec), call.causal || terms.causal,
+  auto [out, weights, logsumexp] = dispatch::attention_streamed(
+      q, k, v, list.tensors, list.spec.describe(), call.causal || terms.causal,
       call.key_padding_mask ? opt(*call.key_padding_mask) : c10::nullopt,
       call.scale ? c10::optional<double>(*call.scale) : c10::nullopt, call.return_weights);
   return {out, call.return_weights ? weights : at::Tensor()};
