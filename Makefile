@@ -80,8 +80,10 @@ experiments: build
 	$(BUILD)/bin/posenc experiment run extrapolation --out out/experiments/extrapolation --jobs 2 --threads 1
 
 # Every benchmark runs; the exit status is the first failure's (1 wrong, 3 below target).
+# The attention benchmarks also time torch 2's SDPA in the torch 2 root (made here when absent: minutes, once).
 bench: build
-	status=0; for b in bench_sinusoidal bench_rope bench_relative bench_attention bench_attention_backward bench_training bench_linear_cross_entropy; do $(BUILD)/bin/$$b || { s=$$?; [ $$status -ne 0 ] || status=$$s; }; done; exit $$status
+	bash scripts/torch2-root $(TORCH2_ROOT) || echo "posenc: no torch 2 root: the benchmarks compare with torch 1.13 alone"
+	export POSENC_TORCH2_ROOT=$(abspath $(TORCH2_ROOT)); status=0; for b in bench_sinusoidal bench_rope bench_relative bench_attention bench_attention_backward bench_training bench_linear_cross_entropy; do $(BUILD)/bin/$$b || { s=$$?; [ $$status -ne 0 ] || status=$$s; }; done; exit $$status
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz out

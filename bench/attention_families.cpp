@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,8 +23,7 @@ using posenc::nn::AttentionCall;
 using posenc::nn::AttentionTerms;
 namespace ops = posenc::nn::ops;
 
-
-
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct Inputs {
   at::Tensor q, k, v;           // (1, 8, 2048, 64)
@@ -82,9 +82,20 @@ at::Tensor rotate_half(const at::Tensor& x) {
   return at::cat({-x2, x1}, -1);
 }
 
+// The biases as (1, H, T, T), shared by eager and the SDPA form.
+at::Tensor alibi_bias() { return (offsets(kT).abs().neg() * inputs().slopes.view({kH, 1, 1})).unsqueeze(0); }
+at::Tensor t5_bias() {
+  return at::embedding(inputs().t5_table, inputs().t5_buckets).permute({2, 0, 1}).unsqueeze(0);
+}
+
 at::Tensor eager_none() {
   const Inputs& in = inputs();
   return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) * kScale, in.v);
+}
+at::Tensor eager_causal() {
+  const Inputs& in = inputs();
+  const at::Tensor logits = (at::matmul(in.q, in.k.transpose(2, 3)) * kScale).masked_fill(offsets(kT) > 0, -kInf);
+  return eager_softmax_out(logits, in.v);
 }
 at::Tensor eager_rope() {
   const Inputs& in = inputs();
@@ -94,13 +105,11 @@ at::Tensor eager_rope() {
 }
 at::Tensor eager_alibi() {
   const Inputs& in = inputs();
-  const at::Tensor bias = offsets(kT).abs().neg() * in.slopes.view({kH, 1, 1});
-  return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) * kScale + bias, in.v);
+  return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) * kScale + alibi_bias(), in.v);
 }
 at::Tensor eager_t5() {
   const Inputs& in = inputs();
-  const at::Tensor bias = at::embedding(in.t5_table, in.t5_buckets).permute({2, 0, 1}).unsqueeze(0);
-  return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) + bias, in.v);  // T5: unscaled
+  return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) + t5_bias(), in.v);  // T5: unscaled
 }
 at::Tensor eager_shaw() {
   const Inputs& in = inputs();
@@ -126,13 +135,15 @@ at::Tensor eager_2d() {
 // Ours: the fused op.
 
 at::Tensor fused(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionTerms& terms,
-                 double scale = kScale) {
+                 double scale = kScale, bool causal = false) {
   AttentionCall call;
   call.scale = scale;
+  call.causal = causal;
   return std::get<0>(ops::attention_fused(q, k, v, terms, call));
 }
 
 at::Tensor ours_none() { return fused(inputs().q, inputs().k, inputs().v, {}); }
+at::Tensor ours_causal() { return fused(inputs().q, inputs().k, inputs().v, {}, kScale, true); }
 at::Tensor ours_rope() {
   const Inputs& in = inputs();
   return fused(ops::rope(in.q, in.positions), ops::rope(in.k, in.positions), in.v, {});
@@ -162,13 +173,40 @@ at::Tensor ours_2d() {
   return fused(inputs().q2, inputs().k2, inputs().v2, terms);
 }
 
+// ---------------------------------------------------------------------------
+// The SDPA forms (the torch 2 peer).
+
+SdpaForm sdpa_none() { return {.q = inputs().q, .k = inputs().k, .v = inputs().v}; }
+SdpaForm sdpa_causal() { return {.q = inputs().q, .k = inputs().k, .v = inputs().v, .causal = true}; }
+SdpaForm sdpa_rope() {
+  SdpaForm f = sdpa_none();
+  f.cos = inputs().cos, f.sin = inputs().sin;
+  return f;
+}
+SdpaForm sdpa_alibi() {
+  SdpaForm f = sdpa_none();
+  f.mask = alibi_bias();
+  return f;
+}
+SdpaForm sdpa_t5() {
+  SdpaForm f = sdpa_none();
+  f.mask = t5_bias(), f.scale = 1.0;
+  return f;
+}
+
 }  // namespace
 
 const std::vector<AttentionFamily>& attention_families() {
   static const std::vector<AttentionFamily> f = {
-      {"none", ours_none, eager_none, kT},   {"rope", ours_rope, eager_rope, kT},
-      {"alibi", ours_alibi, eager_alibi, kT}, {"t5", ours_t5, eager_t5, kT},
-      {"shaw", ours_shaw, eager_shaw, kT},   {"2d-relative", ours_2d, eager_2d, kGrid * kGrid},
+      {.name = "none", .ours = ours_none, .eager = eager_none, .length = kT, .sdpa = sdpa_none},
+      {.name = "rope", .ours = ours_rope, .eager = eager_rope, .length = kT, .sdpa = sdpa_rope},
+      {.name = "alibi", .ours = ours_alibi, .eager = eager_alibi, .length = kT, .sdpa = sdpa_alibi},
+      {.name = "t5", .ours = ours_t5, .eager = eager_t5, .length = kT, .sdpa = sdpa_t5},
+      {.name = "shaw", .ours = ours_shaw, .eager = eager_shaw, .length = kT},
+      {.name = "2d-relative", .ours = ours_2d, .eager = eager_2d, .length = kGrid * kGrid},
+      // The causal mask alone: no target against eager of its own (issue 14's six predate it), the SDPA peer's 1.6x.
+      {.name = "causal", .ours = ours_causal, .eager = eager_causal, .length = kT, .parity = true,
+       .sdpa = sdpa_causal},
   };
   static const std::vector<AttentionFamily> all = [] {
     std::vector<AttentionFamily> r = f;
@@ -189,7 +227,9 @@ void require_grad(bool on) {
 }
 
 std::vector<at::Tensor> family_gradients(const AttentionFamily& family) {
-  if (family.parity) return newer_family_gradients(family);
+  for (const AttentionFamily& newer : newer_attention_families()) {
+    if (std::strcmp(newer.name, family.name) == 0) return newer_family_gradients(family);
+  }
   const Inputs& in = inputs();
   const std::string name = family.name;
   std::vector<at::Tensor> g = name == "2d-relative" ? std::vector<at::Tensor>{in.q2.grad(), in.k2.grad(), in.v2.grad()}

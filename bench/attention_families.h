@@ -3,7 +3,7 @@
 // users write for each family, and the same computation through posenc's op.
 //
 // B=1, H=8, T=2048, Dh=64, float32 (2d-relative: a 45x45 grid, T=2025).
-// Families: none; rope (both sides rotate q and k, HF rotate_half style
+// Families: none; causal (none with the causal mask); rope (both sides rotate q and k, HF rotate_half style
 // eagerly); alibi (-m_h|i-j| built eagerly, MPT/BLOOM); t5 (HF compute_bias,
 // scale 1 as T5); shaw with keys and values, K = 16 (Shaw et al.: gather
 // (T, T, Dh) then einsum); 2d-relative (BoTNet: q.table_h^T and q.table_w^T
@@ -30,6 +30,18 @@ namespace posenc::bench {
 constexpr int64_t kB = 1, kH = 8, kT = 2048, kDh = 64, kK = 16, kGrid = 45;
 inline const double kScale = 1.0 / std::sqrt(double(kDh));
 
+// A family as F.scaled_dot_product_attention (SDPA) takes it, for the torch 2
+// peer (torch2_peer.h): the same inputs, the terms as SDPA's additive float
+// mask where they are a bias (the strongest form a user would pick: built
+// once, not per call, and held whole, H*T^2 floats).
+struct SdpaForm {
+  at::Tensor q, k, v;
+  at::Tensor mask;      // (1, H, T, T), -inf where masked; undefined: none
+  at::Tensor cos, sin;  // (T, Dh): q and k rotated first, HF's rotate_half
+  bool causal = false;  // SDPA's is_causal (with no mask)
+  double scale = 0;     // 0: 1/sqrt(Dh)
+};
+
 struct AttentionFamily {
   const char* name;
   at::Tensor (*ours)();   // posenc's op (ops::attention: fused, with a backward when the inputs need one)
@@ -39,6 +51,8 @@ struct AttentionFamily {
   // Tolerances of the checks where eager's own float32 error is measured to be
   // larger than the bench's (the reason beside the family); 0: the bench's.
   double forward_tol = 0, gradient_tol = 0;
+  // The family for SDPA; null where a term reads q or k (Shaw, 2D relative, CoPE, DeBERTa): no mask holds it.
+  SdpaForm (*sdpa)() = nullptr;
 };
 
 // The speed target of the newer families: at least as fast as eager.

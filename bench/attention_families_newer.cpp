@@ -112,16 +112,19 @@ at::Tensor eager_softmax_out(const at::Tensor& logits, const at::Tensor& v) { re
 
 // KERPLE's log kernel (github.com/chijames/KERPLE): x + -r1 log(1 + r2 |i - j|).
 // Its per-call clamp of r1, r2 onto [eps, inf) is a no-op here and left out.
-at::Tensor eager_kerple() {
+at::Tensor kerple_bias() {
   const Newer& in = newer();
   const at::Tensor r1 = in.kerple->r1().view({kH, 1, 1}), r2 = in.kerple->r2().view({kH, 1, 1});
-  const at::Tensor bias = -r1 * at::log(1 + r2 * in.distance);
-  return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) * kScale + bias, in.v);
+  return -r1 * at::log(1 + r2 * in.distance);
+}
+at::Tensor eager_kerple() {
+  const Newer& in = newer();
+  return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) * kScale + kerple_bias(), in.v);
 }
 
 // x-transformers' DynamicPositionBias: the MLP over the 2T-1 offsets (2T-1, H),
 // indexed to (H, T, T), added to the scaled logits.
-at::Tensor eager_dpb() {
+at::Tensor dpb_bias() {
   const Newer& in = newer();
   const auto p = in.dpb->named_parameters();
   at::Tensor pos = at::arange(-kT + 1, kT, at::kFloat).unsqueeze(-1);
@@ -130,14 +133,17 @@ at::Tensor eager_dpb() {
     pos = at::silu(at::linear(pos, p["hidden_weight"][l], p["hidden_bias"][l]));
   }
   pos = at::linear(pos, p["out_weight"], p["out_bias"]);
-  const at::Tensor bias = pos.index({in.dpb_indices}).permute({2, 0, 1});
-  return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) * kScale + bias, in.v);
+  return pos.index({in.dpb_indices}).permute({2, 0, 1});
+}
+at::Tensor eager_dpb() {
+  const Newer& in = newer();
+  return eager_softmax_out(at::matmul(in.q, in.k.transpose(2, 3)) * kScale + dpb_bias(), in.v);
 }
 
 // FIRE, the paper's appendix code: the MLP over the (T, T) normalized log
 // distances, then the causal mask. The authors add eps = 1e-6 to the
 // normalizer; posenc does not (fire_bias.h), so both compute one function.
-at::Tensor eager_fire() {
+at::Tensor fire_bias() {
   const Newer& in = newer();
   const nn::FireBiasImpl& f = *in.fire;
   const at::Tensor positions = at::arange(kT, at::kFloat);
@@ -147,8 +153,12 @@ at::Tensor eager_fire() {
   const at::Tensor normalized =
       at::log(at::abs(f.c() * rel_distance) + 1) / at::log(at::abs(f.c() * pos_normalizer) + 1);
   const at::Tensor hidden = at::relu(at::linear(normalized.unsqueeze(-1), f.w1().unsqueeze(1), f.b1()));  // (T, T, 32)
-  const at::Tensor bias = at::linear(hidden, f.w2(), f.b2()).permute({2, 0, 1});
-  const at::Tensor logits = (at::matmul(in.q, in.k.transpose(2, 3)) * kScale + bias).masked_fill(in.after_query, -kInf);
+  return at::linear(hidden, f.w2(), f.b2()).permute({2, 0, 1});
+}
+at::Tensor eager_fire() {
+  const Newer& in = newer();
+  const at::Tensor logits =
+      (at::matmul(in.q, in.k.transpose(2, 3)) * kScale + fire_bias()).masked_fill(in.after_query, -kInf);
   return eager_softmax_out(logits, in.v);
 }
 
@@ -213,19 +223,32 @@ at::Tensor ours_deberta() {
   return fused(terms, 1.0 / std::sqrt(double(kDh) * terms.scale_factor));
 }
 
+// ---------------------------------------------------------------------------
+// The SDPA forms (the torch 2 peer): the bias as a (1, H, T, T) mask, FIRE's
+// with the causal -inf folded in (SDPA takes a mask or is_causal, not both).
+
+SdpaForm sdpa_with(const at::Tensor& bias) {
+  return {.q = newer().q, .k = newer().k, .v = newer().v, .mask = bias.detach().unsqueeze(0).contiguous()};
+}
+SdpaForm sdpa_kerple() { return sdpa_with(kerple_bias()); }
+SdpaForm sdpa_dpb() { return sdpa_with(dpb_bias()); }
+SdpaForm sdpa_fire() { return sdpa_with(fire_bias().masked_fill(newer().after_query, -kInf)); }
+
 }  // namespace
 
 const std::vector<AttentionFamily>& newer_attention_families() {
   static const std::vector<AttentionFamily> f = {
-      {.name = "kerple", .ours = ours_kerple, .eager = eager_kerple, .length = kT, .parity = true},
+      {.name = "kerple", .ours = ours_kerple, .eager = eager_kerple, .length = kT, .parity = true, .sdpa = sdpa_kerple},
       // x-transformers feeds the raw offsets (up to 2047) to the MLP: biases
       // reach ~450, which eager's float32 MLP gets within 1.4e-4 of float64
       // (ours, formed in double and rounded once: 1.5e-5); the outputs move
       // by about that (ours - eager 1.6e-4 measured).
-      {.name = "dpb", .ours = ours_dpb, .eager = eager_dpb, .length = kT, .parity = true, .forward_tol = 5e-4},
+      {.name = "dpb", .ours = ours_dpb, .eager = eager_dpb, .length = kT, .parity = true, .forward_tol = 5e-4,
+       .sdpa = sdpa_dpb},
       // w1, b1: eager's float32 linear backward sums the T^2 = 4M pairs per
       // entry; 1.9e-4 and 2.5e-4 from a float64 eager (ours 2e-6, 3e-6).
-      {.name = "fire", .ours = ours_fire, .eager = eager_fire, .length = kT, .parity = true, .gradient_tol = 1e-3},
+      {.name = "fire", .ours = ours_fire, .eager = eager_fire, .length = kT, .parity = true, .gradient_tol = 1e-3,
+       .sdpa = sdpa_fire},
       // dq, dk: the bias's slope in p jumps at every integer p (floor/ceil
       // change) and at the clamp npos-1; the float32 sums of up to 2048 gates
       // put a few pairs on either side. Ours and eager both differ from a

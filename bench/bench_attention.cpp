@@ -2,13 +2,15 @@
 // (posenc::nn::ops::attention_fused), against the libtorch eager composition
 // users write (matmul, bias or relative terms, softmax, matmul), same inputs,
 // same run, same thread count; the families in attention_families.h (the
-// original six, then the newer kerple, dpb, fire, cope, deberta).
+// original six, the causal mask, then the newer kerple, dpb, fire, cope, deberta).
 //
 // B=1, H=8, T=2048, Dh=64, float32 (2d-relative: a 45x45 grid, T=2025):
 //   flops: q.k^T and p.v, 2 * 2*B*H*T*T*Dh = 4.3 GFLOP, plus the terms
 //   eager holds the (B, H, T, T) logits and probabilities: 128 MiB each
 //   ours holds one tile per thread and O(T*Dh) of tables: the output is 4 MiB
 // Memory: peak resident memory above the baseline during one call (VmHWM).
+// Then the torch 2 peer, SDPA (attention_peer.h, with its targets), where a
+// torch 2 environment is at hand (make build-torch2 makes it).
 // Targets: ours >= 3x faster than eager for each of the original six families,
 // and at >= 75% of the float32 GEMM rate OpenBLAS reaches in the same run
 // (napkin flops); the newer families: parity (>= 1x), their GEMM share printed
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "attention_families.h"
+#include "attention_peer.h"
 #include "bench_report.h"
 
 namespace {
@@ -109,7 +112,7 @@ int main(int argc, char** argv) try {
     ok = posenc::bench::report_family(f, timing, f.parity ? posenc::bench::kParityTarget : kSpeedTarget) && ok;
     const double gemm_share = timing.gflop / timing.ours_seconds / posenc::bench::baseline_gemm_gflops();
     if (f.parity) {
-      std::printf("  %-12s at %.0f%% of the baseline's float32 GEMM rate (no target: a newer family)\n", f.name,
+      std::printf("  %-12s at %.0f%% of the baseline's float32 GEMM rate (no target)\n", f.name,
                   100 * gemm_share);
       continue;
     }
@@ -120,7 +123,16 @@ int main(int argc, char** argv) try {
       ok = false;
     }
   }
-  if (!ok) return 3;
+  posenc::bench::PeerComparison peer;
+  peer.ours_outputs = [](const AttentionFamily& f) { return std::vector<at::Tensor>{f.ours()}; };
+  peer.ours_call = [](const AttentionFamily& f) { forward(f.ours); };
+  peer.selected = measured;
+  const int against_torch2 = posenc::bench::compare_with_torch2(peer);
+  if (against_torch2 == 1) {
+    std::printf("FAIL: a posenc result differs from SDPA's\n");
+    return 1;
+  }
+  if (!ok || against_torch2 != 0) return 3;
   std::printf("PASS\n");
   return 0;
 } catch (const std::exception& e) {

@@ -14,6 +14,8 @@
 //   ours holds one tile per thread and O(T*Dh) per head: the gradients of
 //   q, k, v are 4 MiB each
 // Memory: peak resident memory above the baseline during one step (VmHWM).
+// Then the torch 2 peer, SDPA's forward + backward (attention_peer.h, with its
+// targets), where a torch 2 environment is at hand (make build-torch2).
 // Targets: ours >= 2x faster than eager for each of the original six
 // families, parity (>= 1x) for the newer ones; extra memory far below
 // eager's (H*T^2 floats per buffer) for all.
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "attention_families.h"
+#include "attention_peer.h"
 #include "bench_report.h"
 
 namespace {
@@ -123,7 +126,28 @@ int main(int argc, char** argv) try {
     timing.gflop = 7 * 2.0 * kB * kH * double(f.length) * double(f.length) * kDh / 1e9;
     ok = posenc::bench::report_family(f, timing, f.parity ? posenc::bench::kParityTarget : kSpeedTarget) && ok;
   }
-  if (!ok) return 3;
+  posenc::bench::PeerComparison peer;
+  peer.backward = true;
+  peer.ours_outputs = [](const AttentionFamily& f) {
+    const at::Tensor out = f.ours();
+    out.backward(grad_for(out));
+    const std::vector<at::Tensor> g = posenc::bench::family_gradients(f);
+    std::vector<at::Tensor> r{out.detach(), g[0].clone(), g[1].clone(), g[2].clone()};
+    posenc::bench::require_grad(true);
+    return r;
+  };
+  peer.ours_call = [](const AttentionFamily& f) { step(f.ours); };
+  peer.grad = [](const AttentionFamily& f) { return grad_for(f.ours().detach()); };
+  peer.selected = [&](const AttentionFamily& f) {
+    return posenc::bench::ran(times, "step/ours_" + std::string(f.name)) ||
+           posenc::bench::ran(times, "step/eager_" + std::string(f.name));
+  };
+  const int against_torch2 = posenc::bench::compare_with_torch2(peer);
+  if (against_torch2 == 1) {
+    std::printf("FAIL: a posenc gradient differs from SDPA's\n");
+    return 1;
+  }
+  if (!ok || against_torch2 != 0) return 3;
   std::printf("PASS\n");
   return 0;
 } catch (const std::exception& e) {

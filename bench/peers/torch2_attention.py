@@ -1,0 +1,138 @@
+"""The torch 2 side of the attention benchmarks: F.scaled_dot_product_attention
+(SDPA), the peer a torch 2 user runs, timed in its own process while the C++
+benchmark times posenc's side, turn about.
+
+Runs in the torch 2 environment (scripts/torch2-run); spoken to over
+stdin/stdout by bench/torch2_peer.cpp, one command a line, tensors as raw
+little-endian float32 after their header line. Nothing else goes to stdout.
+
+  threads N                          torch.set_num_threads(N); "threads N gemm=G": the
+                                     float32 GEMM GFLOP/s its BLAS reaches now
+  tensor NAME D0,D1,... NBYTES       then NBYTES of float32: kept under NAME
+  case ID key=value ...              q k v [mask cos sin grad] tensor names,
+                                     causal=0|1, scale=S: one SDPA call
+                                     (rotated first when cos/sin are given,
+                                     HF's rotate_half; backward when grad is)
+  result ID                          runs it once: "result N", then N tensors
+                                     (out, and dq dk dv with a backward)
+  time ID                            runs it once: "seconds S" (the call alone)
+  forget                             drops every tensor and case
+  quit
+"""
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Case:
+    def __init__(self, tensors, fields):
+        self.q, self.k, self.v = (tensors[fields[n]] for n in ("q", "k", "v"))
+        self.mask = tensors[fields["mask"]] if "mask" in fields else None
+        self.cos = tensors[fields["cos"]] if "cos" in fields else None
+        self.sin = tensors[fields["sin"]] if "sin" in fields else None
+        self.grad = tensors[fields["grad"]] if "grad" in fields else None
+        self.causal = fields.get("causal", "0") == "1"
+        self.scale = float(fields["scale"])
+        if self.grad is not None:
+            for t in (self.q, self.k, self.v):
+                t.requires_grad_(True)
+
+    def call(self):
+        q, k = self.q, self.k
+        if self.cos is not None:
+            q = q * self.cos + rotate_half(q) * self.sin
+            k = k * self.cos + rotate_half(k) * self.sin
+        out = F.scaled_dot_product_attention(q, k, self.v, attn_mask=self.mask, is_causal=self.causal,
+                                             scale=self.scale)
+        if self.grad is None:
+            return [out]
+        for t in (self.q, self.k, self.v):
+            t.grad = None
+        out.backward(self.grad)
+        return [out.detach(), self.q.grad, self.k.grad, self.v.grad]
+
+
+def gemm_gflops(n=1024):
+    """The float32 GEMM rate of the BLAS torch resolved (the root's own OpenBLAS), best of 5."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * n ** 3 / best / 1e9
+
+
+def read_tensor(stream, header):
+    _, name, dims, nbytes = header.split()
+    shape = [int(d) for d in dims.split(",")]
+    data = bytearray(stream.read(int(nbytes)))
+    return name, torch.frombuffer(data, dtype=torch.float32).reshape(shape).clone()
+
+
+def write_tensor(stream, t):
+    t = t.detach().contiguous().to(torch.float32)
+    data = t.numpy().tobytes() if hasattr(t, "numpy") else bytes(t.untyped_storage())
+    stream.write(("%s %d\n" % (",".join(str(d) for d in t.shape), len(data))).encode())
+    stream.write(data)
+
+
+def main():
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    tensors, cases = {}, {}
+    stdout.write(("ready torch=%s capability=%s\n" % (torch.__version__, torch.backends.cpu.get_cpu_capability()))
+                 .encode())
+    stdout.flush()
+    with torch.inference_mode(False):
+        for raw in iter(stdin.readline, b""):
+            line = raw.decode().strip()
+            word = line.split(" ", 1)[0]
+            if word == "quit":
+                return
+            if word == "threads":
+                torch.set_num_threads(int(line.split()[1]))
+                stdout.write(("threads %d gemm=%.1f\n" % (torch.get_num_threads(), gemm_gflops())).encode())
+            elif word == "tensor":
+                name, t = read_tensor(stdin, line)
+                tensors[name] = t
+                continue
+            elif word == "case":
+                parts = line.split()
+                cases[parts[1]] = Case(tensors, dict(p.split("=", 1) for p in parts[2:]))
+                stdout.write(b"ok\n")
+            elif word == "result":
+                outputs = cases[line.split()[1]].call()
+                stdout.write(("result %d\n" % len(outputs)).encode())
+                for t in outputs:
+                    write_tensor(stdout, t)
+            elif word == "time":
+                case = cases[line.split()[1]]
+                start = time.perf_counter()
+                outputs = case.call()
+                seconds = time.perf_counter() - start
+                del outputs
+                stdout.write(("seconds %.9f\n" % seconds).encode())
+            elif word == "forget":
+                tensors.clear()
+                cases.clear()
+                stdout.write(b"ok\n")
+            else:
+                stdout.write(("error unknown command %r\n" % word).encode())
+            stdout.flush()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:  # the C++ side reads this line and prints it
+        sys.stdout.buffer.write(("error %s: %s\n" % (type(e).__name__, e)).encode())
+        sys.stdout.buffer.flush()
+        sys.exit(1)
