@@ -75,7 +75,7 @@ double paired_peer_ratio(Torch2Peer& peer, const AttentionFamily& f, const PeerC
 
 int compare_with_torch2(const PeerComparison& how) {
   std::string why_not;
-  const std::unique_ptr<Torch2Peer> peer = Torch2Peer::start(at::get_num_threads(), why_not);
+  const std::unique_ptr<Torch2Peer> peer = Torch2Peer::start("torch2_attention.py", at::get_num_threads(), why_not);
   if (!peer) {
     std::printf("\ntorch 2 peer (F.scaled_dot_product_attention): not measured: %s\n", why_not.c_str());
     return 0;

@@ -28,6 +28,11 @@
 // between the GEMMs (layer norms, GELU, residual adds, bias sums, AdamW) timed
 // alone as libtorch runs them (training_floor.h).
 //
+// Then, where a torch 2 environment is at hand (make build-torch2), the same
+// encoder in torch 2 (torch.nn functions and SDPA, eager and under
+// torch.compile) at the large shape: its loss on our weights checked, then
+// timed turn about with our step; target >= 1.5x the faster of the two.
+//
 // Correctness first: at the small shape, given our model's weights the eager
 // model gives the same loss (within 1e-5) and gradients (within 1e-3 of the
 // largest) for every encoding.
@@ -38,6 +43,7 @@
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -52,6 +58,7 @@
 #include "posenc/training/data_parallel.h"
 #include "posenc/nn/models.h"
 #include "posenc/nn/bias_ops.h"
+#include "torch2_peer.h"
 #include "training_floor.h"
 
 namespace {
@@ -329,6 +336,93 @@ bool check_against_eager(const Shape& s, const std::string& encoding) {
   return same_count && loss_diff <= kTolLoss && worst <= kTolGrad * scale;
 }
 
+// ---------------------------------------------------------------------------
+// The torch 2 peer at the large shape: the same encoder written with torch.nn's
+// functions and SDPA (bench/peers/torch2_training.py) on our weights, eager and
+// under torch.compile, each timed turn about with our step. Shaw has no SDPA form.
+
+bool has_sdpa_form(const std::string& encoding) { return encoding != "shaw"; }
+
+// Median over kRounds of peer seconds / ours seconds, one step each, order alternating.
+double paired_with_peer(posenc::bench::Torch2Peer& peer, const std::string& id, Trainee& ours) {
+  auto ours_seconds = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    ours.step();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  peer.seconds(id), ours_seconds();
+  std::vector<double> ratios;
+  for (int r = 0; r < kRounds; ++r) {
+    double theirs, mine;
+    if (r % 2 == 0) {
+      theirs = peer.seconds(id), mine = ours_seconds();
+    } else {
+      mine = ours_seconds(), theirs = peer.seconds(id);
+    }
+    ratios.push_back(theirs / mine);
+  }
+  std::nth_element(ratios.begin(), ratios.begin() + kRounds / 2, ratios.end());
+  return ratios[kRounds / 2];
+}
+
+// Returns 0, 1 when the peer's loss on our weights differs from ours, 3 below target.
+int compare_with_torch2(std::vector<Pair>& pairs, const std::function<bool(const Pair&)>& selected) {
+  std::string why_not;
+  const auto peer = posenc::bench::Torch2Peer::start("torch2_training.py", at::get_num_threads(), why_not);
+  if (!peer) {
+    std::printf("\ntorch 2 peer (torch.nn + F.scaled_dot_product_attention): not measured: %s\n", why_not.c_str());
+    return 0;
+  }
+  std::printf("\nagainst the same encoder in torch 2 (torch.nn functions, F.scaled_dot_product_attention, "
+              "torch.optim.AdamW; %s), %d threads; paired median of torch 2 / ours over %d turns:\n",
+              peer->describe().c_str(), at::get_num_threads(), kRounds);
+  bool wrong = false, below = false;
+  for (Pair& p : pairs) {
+    const Shape& s = *p.shape;
+    if (std::string(s.name) != "large" || !selected(p)) continue;
+    const std::string name = std::string(s.name) + "/" + p.encoding;
+    if (!has_sdpa_form(p.encoding)) {
+      std::printf("  %-24s no SDPA form (its terms read q)\n", name.c_str());
+      continue;
+    }
+    peer->forget();
+    at::manual_seed(1);
+    TransformerEncoder model(options(s, p.encoding));
+    for (const auto& named : model->named_parameters()) peer->send("p:" + named.key(), named.value());
+    const EagerEncoder fixed = eager_from(model, s, p.encoding);
+    for (const auto& [key, t] : {std::pair{"pe", fixed.pe}, std::pair{"cos", fixed.cos}, std::pair{"sin", fixed.sin},
+                                 std::pair{"alibi", fixed.alibi}, std::pair{"t5_buckets", fixed.t5_buckets}}) {
+      if (t.defined()) peer->send(key, t);
+    }
+    const Batch batch = make_batch(s);
+    peer->send("tokens", batch.tokens), peer->send("labels", batch.labels);
+    const double want = at::cross_entropy_loss(model->classify(batch.tokens), batch.labels).item<double>();
+    const std::string shape = " encoding=" + p.encoding + " heads=" + std::to_string(kHeads) +
+                              " layers=" + std::to_string(kLayers);
+    peer->command("model eager" + shape + " compile=0", "ok");
+    const double got = std::stod(peer->command("loss eager", "loss"));
+    constexpr double kTolLoss = 1e-4;
+    if (!(std::abs(got - want) <= kTolLoss)) {
+      std::printf("WRONG: %s: torch 2's loss on our weights %.7f, ours %.7f (tol %.0e)\n", name.c_str(), got, want,
+                  kTolLoss);
+      wrong = true;
+      continue;
+    }
+    const double eager = paired_with_peer(*peer, "eager", *p.ours);
+    peer->command("model compiled" + shape + " compile=1", "ok");  // compiles forward and backward first
+    const double compiled = paired_with_peer(*peer, "compiled", *p.ours);
+    const double against_faster = std::min(eager, compiled);
+    std::printf("  %-24s loss |diff| %.1e; eager %.2fx, torch.compile %.2fx (target >= %.1fx against the faster)\n",
+                (name + " (dim " + std::to_string(s.dim) + ", T " + std::to_string(s.t) + ")").c_str(),
+                std::abs(got - want), eager, compiled, s.target);
+    if (against_faster < s.target) {
+      std::printf("BELOW TARGET: %s vs torch 2\n", name.c_str());
+      below = true;
+    }
+  }
+  return wrong ? 1 : below ? 3 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -420,7 +514,15 @@ int main(int argc, char** argv) try {
   std::printf("(ratios > 1: posenc trains faster than the eager model; ceiling: eager ms / the time of the step's "
               "GEMM flops at the SGEMM rate of this run, %.0f GFLOP/s)\n",
               1e-9 * gemm_rate);
-  if (!ok) return 3;
+  const int against_torch2 = compare_with_torch2(pairs, [&](const Pair& p) {
+    const std::string name = std::string(p.shape->name) + "/" + p.encoding;
+    return posenc::bench::ran(times, "train/" + name + "/ours/");
+  });
+  if (against_torch2 == 1) {
+    std::printf("FAIL: torch 2's encoder and ours disagree\n");
+    return 1;
+  }
+  if (!ok || against_torch2 != 0) return 3;
   std::printf("PASS\n");
   return 0;
 } catch (const std::exception& e) {

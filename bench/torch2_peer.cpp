@@ -21,9 +21,9 @@ namespace {
 
 // The command that runs the peer: this process's torch when it is torch 2 (a
 // build made in the torch 2 root), else scripts/torch2-run into that root.
-std::vector<std::string> peer_command(std::string& why_not) {
+std::vector<std::string> peer_command(const std::string& name, std::string& why_not) {
   const std::string source = POSENC_SOURCE_DIR;
-  const std::string script = "bench/peers/torch2_attention.py";
+  const std::string script = "bench/peers/" + name;
   if (TORCH_VERSION_MAJOR >= 2) return {"/bin/sh", "-c", "cd \"$1\" && exec /usr/bin/python3 " + script, "sh", source};
   const char* env_root = std::getenv("POSENC_TORCH2_ROOT");
   const std::string root = env_root && *env_root ? env_root : source + "/build/torch2-root";
@@ -46,8 +46,8 @@ std::string shape_text(const at::Tensor& t) {
 
 }  // namespace
 
-std::unique_ptr<Torch2Peer> Torch2Peer::start(int threads, std::string& why_not) {
-  const std::vector<std::string> command = peer_command(why_not);
+std::unique_ptr<Torch2Peer> Torch2Peer::start(const std::string& script, int threads, std::string& why_not) {
+  const std::vector<std::string> command = peer_command(script, why_not);
   if (command.empty()) return nullptr;
   std::signal(SIGPIPE, SIG_IGN);  // a peer that ended makes a write fail with EPIPE, reported, not a killed benchmark
   int to_peer[2], from_peer[2];
@@ -117,11 +117,13 @@ void Torch2Peer::send(const std::string& name, const at::Tensor& t) {
   if (std::fwrite(c.data_ptr<float>(), 1, bytes, to_) != bytes) throw std::runtime_error("torch 2 peer: write failed");
 }
 
-void Torch2Peer::define(const std::string& id, const std::string& fields) {
-  std::fprintf(to_, "case %s %s\n", id.c_str(), fields.c_str());
+std::string Torch2Peer::command(const std::string& line, const std::string& reply) {
+  std::fprintf(to_, "%s\n", line.c_str());
   std::fflush(to_);
-  expect("ok");
+  return expect(reply);
 }
+
+void Torch2Peer::define(const std::string& id, const std::string& fields) { command("case " + id + " " + fields, "ok"); }
 
 at::Tensor Torch2Peer::read_tensor() {
   std::istringstream header(read_line());
@@ -147,16 +149,8 @@ std::vector<at::Tensor> Torch2Peer::result(const std::string& id) {
   return r;
 }
 
-double Torch2Peer::seconds(const std::string& id) {
-  std::fprintf(to_, "time %s\n", id.c_str());
-  std::fflush(to_);
-  return std::stod(expect("seconds"));
-}
+double Torch2Peer::seconds(const std::string& id) { return std::stod(command("time " + id, "seconds")); }
 
-void Torch2Peer::forget() {
-  std::fputs("forget\n", to_);
-  std::fflush(to_);
-  expect("ok");
-}
+void Torch2Peer::forget() { command("forget", "ok"); }
 
 }  // namespace posenc::bench

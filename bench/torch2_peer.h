@@ -1,5 +1,5 @@
-// The torch 2 peer of the attention benchmarks: bench/peers/torch2_attention.py
-// (F.scaled_dot_product_attention) in a process of its own, in the torch 2
+// A torch 2 peer of the benchmarks: a script of bench/peers (SDPA for the
+// attention benchmarks, a torch.nn encoder for training) in a process of its own, in the torch 2
 // environment (scripts/torch2-run, or this process's own torch when it is
 // torch 2), spoken to over pipes. Its calls are timed inside that process, so
 // the pipe's cost is not in them; the benchmark times posenc's side between.
@@ -18,7 +18,8 @@ class Torch2Peer {
  public:
   // Starts the peer with `threads` threads; null with `why_not` set when no
   // torch 2 environment is at hand (no root made: make build-torch2).
-  static std::unique_ptr<Torch2Peer> start(int threads, std::string& why_not);
+  // `script`: a file of bench/peers ("torch2_attention.py").
+  static std::unique_ptr<Torch2Peer> start(const std::string& script, int threads, std::string& why_not);
   ~Torch2Peer();
   Torch2Peer(const Torch2Peer&) = delete;
   Torch2Peer& operator=(const Torch2Peer&) = delete;
@@ -31,6 +32,8 @@ class Torch2Peer {
   void define(const std::string& id, const std::string& fields);
   // One call of case `id`: out, then dq, dk, dv when it has a grad.
   std::vector<at::Tensor> result(const std::string& id);
+  // Sends a command line; returns the rest of the reply line, which must start with `reply`.
+  std::string command(const std::string& line, const std::string& reply);
   // Seconds of one call of case `id`, measured by the peer.
   double seconds(const std::string& id);
   // Drops every tensor and case the peer holds.

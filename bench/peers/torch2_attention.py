@@ -25,6 +25,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from peer_io import gemm_gflops, read_tensor, write_tensor
+
 
 def rotate_half(x):
     half = x.shape[-1] // 2
@@ -57,32 +59,6 @@ class Case:
             t.grad = None
         out.backward(self.grad)
         return [out.detach(), self.q.grad, self.k.grad, self.v.grad]
-
-
-def gemm_gflops(n=1024):
-    """The float32 GEMM rate of the BLAS torch resolved (the root's own OpenBLAS), best of 5."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    torch.mm(a, b)
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - start)
-    return 2.0 * n ** 3 / best / 1e9
-
-
-def read_tensor(stream, header):
-    _, name, dims, nbytes = header.split()
-    shape = [int(d) for d in dims.split(",")]
-    data = bytearray(stream.read(int(nbytes)))
-    return name, torch.frombuffer(data, dtype=torch.float32).reshape(shape).clone()
-
-
-def write_tensor(stream, t):
-    t = t.detach().contiguous().to(torch.float32)
-    data = t.numpy().tobytes() if hasattr(t, "numpy") else bytes(t.untyped_storage())
-    stream.write(("%s %d\n" % (",".join(str(d) for d in t.shape), len(data))).encode())
-    stream.write(data)
 
 
 def main():
