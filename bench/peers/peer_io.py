@@ -29,3 +29,51 @@ def gemm_gflops(n=1024):
         torch.mm(a, b)
         best = min(best, time.perf_counter() - start)
     return 2.0 * n ** 3 / best / 1e9
+
+
+def serve(handlers, objects):
+    """Answers the C++ side until "quit" or the end of stdin. Built in: "threads N",
+    "tensor ..." (kept in the tensors dict handlers get), "forget" (clears the
+    tensors and `objects`, the peer's cases or models). handlers[word](line,
+    tensors, stdout) writes its reply. An exception ends the peer with one
+    "error ..." line, which the C++ side prints."""
+    import sys
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    tensors = {}
+    try:
+        stdout.write(("ready torch=%s capability=%s\n" % (torch.__version__, torch.backends.cpu.get_cpu_capability()))
+                     .encode())
+        stdout.flush()
+        for raw in iter(stdin.readline, b""):
+            line = raw.decode().strip()
+            word = line.split(" ", 1)[0]
+            if word == "quit":
+                return
+            if word == "tensor":
+                name, t = read_tensor(stdin, line)
+                tensors[name] = t
+                continue
+            if word == "threads":
+                torch.set_num_threads(int(line.split()[1]))
+                stdout.write(("threads %d gemm=%.1f\n" % (torch.get_num_threads(), gemm_gflops())).encode())
+            elif word == "forget":
+                tensors.clear()
+                objects.clear()
+                stdout.write(b"ok\n")
+            elif word in handlers:
+                handlers[word](line, tensors, stdout)
+            else:
+                stdout.write(("error unknown command %r\n" % word).encode())
+            stdout.flush()
+    except Exception as e:
+        stdout.write(("error %s: %s\n" % (type(e).__name__, e)).encode())
+        stdout.flush()
+        sys.exit(1)
+
+
+def timed(f):
+    """Seconds of one call of f, its result dropped."""
+    start = time.perf_counter()
+    f()
+    return time.perf_counter() - start

@@ -19,13 +19,10 @@ little-endian float32 after their header line. Nothing else goes to stdout.
   forget                             drops every tensor and case
   quit
 """
-import sys
-import time
-
 import torch
 import torch.nn.functional as F
 
-from peer_io import gemm_gflops, read_tensor, write_tensor
+from peer_io import serve, timed, write_tensor
 
 
 def rotate_half(x):
@@ -62,53 +59,25 @@ class Case:
 
 
 def main():
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    tensors, cases = {}, {}
-    stdout.write(("ready torch=%s capability=%s\n" % (torch.__version__, torch.backends.cpu.get_cpu_capability()))
-                 .encode())
-    stdout.flush()
-    with torch.inference_mode(False):
-        for raw in iter(stdin.readline, b""):
-            line = raw.decode().strip()
-            word = line.split(" ", 1)[0]
-            if word == "quit":
-                return
-            if word == "threads":
-                torch.set_num_threads(int(line.split()[1]))
-                stdout.write(("threads %d gemm=%.1f\n" % (torch.get_num_threads(), gemm_gflops())).encode())
-            elif word == "tensor":
-                name, t = read_tensor(stdin, line)
-                tensors[name] = t
-                continue
-            elif word == "case":
-                parts = line.split()
-                cases[parts[1]] = Case(tensors, dict(p.split("=", 1) for p in parts[2:]))
-                stdout.write(b"ok\n")
-            elif word == "result":
-                outputs = cases[line.split()[1]].call()
-                stdout.write(("result %d\n" % len(outputs)).encode())
-                for t in outputs:
-                    write_tensor(stdout, t)
-            elif word == "time":
-                case = cases[line.split()[1]]
-                start = time.perf_counter()
-                outputs = case.call()
-                seconds = time.perf_counter() - start
-                del outputs
-                stdout.write(("seconds %.9f\n" % seconds).encode())
-            elif word == "forget":
-                tensors.clear()
-                cases.clear()
-                stdout.write(b"ok\n")
-            else:
-                stdout.write(("error unknown command %r\n" % word).encode())
-            stdout.flush()
+    cases = {}
+
+    def define(line, tensors, out):
+        parts = line.split()
+        cases[parts[1]] = Case(tensors, dict(p.split("=", 1) for p in parts[2:]))
+        out.write(b"ok\n")
+
+    def result(line, tensors, out):
+        outputs = cases[line.split()[1]].call()
+        out.write(("result %d\n" % len(outputs)).encode())
+        for t in outputs:
+            write_tensor(out, t)
+
+    def time_one(line, tensors, out):
+        case = cases[line.split()[1]]
+        out.write(("seconds %.9f\n" % timed(case.call)).encode())
+
+    serve({"case": define, "result": result, "time": time_one}, cases)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:  # the C++ side reads this line and prints it
-        sys.stdout.buffer.write(("error %s: %s\n" % (type(e).__name__, e)).encode())
-        sys.stdout.buffer.flush()
-        sys.exit(1)
+    main()

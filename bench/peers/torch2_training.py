@@ -20,13 +20,10 @@ Protocol (bench/torch2_peer.cpp; tensors as in peer_io.py):
                                        backward, AdamW), the step alone
   forget / quit
 """
-import sys
-import time
-
 import torch
 import torch.nn.functional as F
 
-from peer_io import gemm_gflops, read_tensor
+from peer_io import serve, timed
 
 
 def rotate_half(x):
@@ -81,50 +78,24 @@ class Encoder:
 
 
 def main():
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    tensors, models = {}, {}
-    stdout.write(("ready torch=%s capability=%s\n" % (torch.__version__, torch.backends.cpu.get_cpu_capability()))
-                 .encode())
-    stdout.flush()
-    for raw in iter(stdin.readline, b""):
-        line = raw.decode().strip()
-        word = line.split(" ", 1)[0]
-        if word == "quit":
-            return
-        if word == "threads":
-            torch.set_num_threads(int(line.split()[1]))
-            stdout.write(("threads %d gemm=%.1f\n" % (torch.get_num_threads(), gemm_gflops())).encode())
-        elif word == "tensor":
-            name, t = read_tensor(stdin, line)
-            tensors[name] = t
-            continue
-        elif word == "model":
-            parts = line.split()
-            f = dict(x.split("=", 1) for x in parts[2:])
-            models[parts[1]] = Encoder(tensors, f["encoding"], int(f["heads"]), int(f["layers"]), f["compile"] == "1")
-            stdout.write(b"ok\n")
-        elif word == "loss":
-            m = models[line.split()[1]]
-            with torch.no_grad():
-                stdout.write(("loss %.9g\n" % m.loss_fn(m.tokens, m.labels).item()).encode())
-        elif word == "time":
-            m = models[line.split()[1]]
-            start = time.perf_counter()
-            m.step()
-            stdout.write(("seconds %.9f\n" % (time.perf_counter() - start)).encode())
-        elif word == "forget":
-            tensors.clear()
-            models.clear()
-            stdout.write(b"ok\n")
-        else:
-            stdout.write(("error unknown command %r\n" % word).encode())
-        stdout.flush()
+    models = {}
+
+    def model(line, tensors, out):
+        parts = line.split()
+        f = dict(x.split("=", 1) for x in parts[2:])
+        models[parts[1]] = Encoder(tensors, f["encoding"], int(f["heads"]), int(f["layers"]), f["compile"] == "1")
+        out.write(b"ok\n")
+
+    def loss(line, tensors, out):
+        m = models[line.split()[1]]
+        with torch.no_grad():
+            out.write(("loss %.9g\n" % m.loss_fn(m.tokens, m.labels).item()).encode())
+
+    def time_one(line, tensors, out):
+        out.write(("seconds %.9f\n" % timed(models[line.split()[1]].step)).encode())
+
+    serve({"model": model, "loss": loss, "time": time_one}, models)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:  # the C++ side reads this line and prints it
-        sys.stdout.buffer.write(("error %s: %s\n" % (type(e).__name__, e)).encode())
-        sys.stdout.buffer.flush()
-        sys.exit(1)
+    main()

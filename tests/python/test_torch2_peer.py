@@ -13,14 +13,15 @@ import torch
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PEER = REPO / "bench" / "peers" / "torch2_attention.py"
+TRAINING_PEER = REPO / "bench" / "peers" / "torch2_training.py"
 
 pytestmark = pytest.mark.skipif(int(torch.__version__.split(".")[0]) < 2,
                                 reason="the peer is torch 2's SDPA (scale= needs torch >= 2.1)")
 
 
 class Peer:
-    def __init__(self):
-        self.p = subprocess.Popen([sys.executable, str(PEER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    def __init__(self, script=PEER):
+        self.p = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.banner = self.line()
 
     def line(self):
@@ -131,3 +132,56 @@ def test_backward_gives_q_k_v_gradients(peer):
 def test_a_bad_command_is_answered_not_fatal(peer):
     assert peer.command("frobnicate") == "error unknown command 'frobnicate'"
     assert peer.command("forget") == "ok"
+
+
+def encoder_loss(p, tokens, labels, heads, layers, mask=None):
+    """posenc's TransformerEncoder classification loss, plainly, in float64."""
+    p = {k: v.double() for k, v in p.items()}
+    x = p["embed.weight"][tokens]
+    b, t, dim = x.shape
+    dh = dim // heads
+    for l in range(layers):
+        blk, att = "blocks.%d." % l, "blocks.%d.attention." % l
+        y = torch.nn.functional.layer_norm(x, (dim,), p[blk + "norm1.weight"], p[blk + "norm1.bias"])
+        q, k, v = ((y @ p[att + n + "_proj.weight"].T + p[att + n + "_proj.bias"]).view(b, t, heads, dh).transpose(1, 2)
+                   for n in "qkv")
+        o = reference(q, k, v, mask=mask)
+        x = x + o.transpose(1, 2).reshape(b, t, dim) @ p[att + "out_proj.weight"].T + p[att + "out_proj.bias"]
+        y = torch.nn.functional.layer_norm(x, (dim,), p[blk + "norm2.weight"], p[blk + "norm2.bias"])
+        hid = torch.nn.functional.gelu(y @ p[blk + "ffn1.weight"].T + p[blk + "ffn1.bias"])
+        x = x + hid @ p[blk + "ffn2.weight"].T + p[blk + "ffn2.bias"]
+    x = torch.nn.functional.layer_norm(x, (dim,), p["final_norm.weight"], p["final_norm.bias"])
+    return torch.nn.functional.cross_entropy(x[:, 0] @ p["cls_head.weight"].T + p["cls_head.bias"], labels).item()
+
+
+@pytest.mark.parametrize("encoding", ["none", "alibi"])
+def test_training_peer_loss_is_the_encoders(encoding):
+    g = torch.Generator().manual_seed(2)
+    dim, heads, t, vocab = 8, 2, 5, 11
+    shapes = {"embed.weight": (vocab, dim), "final_norm.weight": (dim,), "final_norm.bias": (dim,),
+              "cls_head.weight": (2, dim), "cls_head.bias": (2,)}
+    for n in ("norm1", "norm2"):
+        shapes.update({"blocks.0.%s.weight" % n: (dim,), "blocks.0.%s.bias" % n: (dim,)})
+    for n in "qkv":
+        shapes.update({"blocks.0.attention.%s_proj.weight" % n: (dim, dim), "blocks.0.attention.%s_proj.bias" % n: (dim,)})
+    shapes.update({"blocks.0.attention.out_proj.weight": (dim, dim), "blocks.0.attention.out_proj.bias": (dim,),
+                   "blocks.0.ffn1.weight": (4 * dim, dim), "blocks.0.ffn1.bias": (4 * dim,),
+                   "blocks.0.ffn2.weight": (dim, 4 * dim), "blocks.0.ffn2.bias": (dim,)})
+    params = {k: torch.randn(*s, generator=g) * 0.5 for k, s in shapes.items()}
+    tokens, labels = torch.randint(vocab, (3, t), generator=g), torch.randint(2, (3,), generator=g)
+    mask = -torch.arange(t * 1.0).view(1, t).sub(torch.arange(t * 1.0).view(t, 1)).abs().expand(1, heads, t, t) * 0.3
+    peer = Peer(TRAINING_PEER)
+    try:
+        for k, v in params.items():
+            peer.send("p:" + k, v)
+        peer.send("tokens", tokens.float()), peer.send("labels", labels.float())
+        if encoding == "alibi":
+            peer.send("alibi", mask)
+        assert peer.command("model m encoding=%s heads=%d layers=1 compile=0" % (encoding, heads)) == "ok"
+        got = float(peer.command("loss m").split()[1])
+        want = encoder_loss(params, tokens, labels, heads, 1, mask if encoding == "alibi" else None)
+        assert abs(got - want) < 1e-5
+        assert float(peer.command("time m").split()[1]) > 0
+        assert float(peer.command("loss m").split()[1]) != got  # the step moved the weights
+    finally:
+        peer.close()
