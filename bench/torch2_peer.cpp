@@ -26,7 +26,10 @@ std::vector<std::string> peer_command(const std::string& name, std::string& why_
   const std::string script = "bench/peers/" + name;
   if (TORCH_VERSION_MAJOR >= 2) return {"/bin/sh", "-c", "cd \"$1\" && exec /usr/bin/python3 " + script, "sh", source};
   const char* env_root = std::getenv("POSENC_TORCH2_ROOT");
-  const std::string root = env_root && *env_root ? env_root : source + "/build/torch2-root";
+  // Absolute, and handed on so: scripts/torch2-run runs from the source folder, not from here.
+  const std::string root =
+      std::filesystem::absolute(env_root && *env_root ? env_root : source + "/build/torch2-root").string();
+  setenv("POSENC_TORCH2_ROOT", root.c_str(), 1);
   if (!std::filesystem::exists(root + "/.posenc-packages")) {
     why_not = "no torch 2 root at " + root + " (make build-torch2 makes it)";
     return {};
