@@ -4,13 +4,13 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "bench_report.h"
 #include "torch2_peer.h"
 
 namespace posenc::bench {
@@ -50,27 +50,6 @@ std::pair<double, double> differences(const std::vector<at::Tensor>& ours, const
   return {max_abs(ours[0].detach().to(at::kFloat) - sdpa[0]), gradients};
 }
 
-double paired_peer_ratio(Torch2Peer& peer, const AttentionFamily& f, const PeerComparison& how) {
-  auto ours_seconds = [&] {
-    const auto start = std::chrono::steady_clock::now();
-    how.ours_call(f);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  peer.seconds(f.name), ours_seconds();  // warm both
-  std::vector<double> ratios;
-  for (int r = 0; r < kRounds; ++r) {
-    double sdpa, ours;
-    if (r % 2 == 0) {
-      sdpa = peer.seconds(f.name), ours = ours_seconds();
-    } else {
-      ours = ours_seconds(), sdpa = peer.seconds(f.name);
-    }
-    ratios.push_back(sdpa / ours);
-  }
-  std::nth_element(ratios.begin(), ratios.begin() + kRounds / 2, ratios.end());
-  return ratios[kRounds / 2];
-}
-
 }  // namespace
 
 int compare_with_torch2(const PeerComparison& how) {
@@ -102,7 +81,8 @@ int compare_with_torch2(const PeerComparison& how) {
       wrong = true;
       continue;
     }
-    const double ratio = paired_peer_ratio(*peer, f, how);
+    const double ratio = paired_ratio_of([&] { return peer->seconds(f.name); },
+                                         [&] { return seconds_of_call([&] { how.ours_call(f); }); }, kRounds);
     const double target = target_for(form, how.backward);
     const double len = double(form.q.size(2));
     std::printf("  %-12s %-6s %s %.1e: %5.2fx (target >= %.1fx)%s\n", f.name,

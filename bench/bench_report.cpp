@@ -82,28 +82,34 @@ int report_error(const std::exception& error) {
   return 2;
 }
 
-double paired_ratio(const std::function<void()>& base, const std::function<void()>& test, int rounds) {
-  auto seconds = [](const std::function<void()>& f) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  base();
-  test();
+double seconds_of_call(const std::function<void()>& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double paired_ratio_of(const std::function<double()>& base_seconds, const std::function<double()>& test_seconds,
+                       int rounds) {
+  base_seconds();
+  test_seconds();
   std::vector<double> ratios;
   for (int r = 0; r < rounds; ++r) {
     double t_base, t_test;
     if (r % 2 == 0) {
-      t_base = seconds(base);
-      t_test = seconds(test);
+      t_base = base_seconds();
+      t_test = test_seconds();
     } else {
-      t_test = seconds(test);
-      t_base = seconds(base);
+      t_test = test_seconds();
+      t_base = base_seconds();
     }
     ratios.push_back(t_base / t_test);
   }
   std::nth_element(ratios.begin(), ratios.begin() + rounds / 2, ratios.end());
   return ratios[rounds / 2];
+}
+
+double paired_ratio(const std::function<void()>& base, const std::function<void()>& test, int rounds) {
+  return paired_ratio_of([&] { return seconds_of_call(base); }, [&] { return seconds_of_call(test); }, rounds);
 }
 
 int64_t peak_extra_bytes(const std::function<void()>& f) {

@@ -29,6 +29,12 @@ int report_error(const std::exception& error);
 // between runs, a ratio of paired timings is far steadier than a ratio of
 // two separately measured times. Each side runs once untimed first.
 double paired_ratio(const std::function<void()>& base, const std::function<void()>& test, int rounds);
+// The same for sides that report their own seconds (a peer process times its
+// call itself, so the pipe is not in its time).
+double paired_ratio_of(const std::function<double()>& base_seconds, const std::function<double()>& test_seconds,
+                       int rounds);
+// Seconds (steady clock) of one call of f.
+double seconds_of_call(const std::function<void()>& f);
 
 // Peak resident memory above the baseline while f runs, in bytes (VmHWM after
 // resetting it through /proc/self/clear_refs, or VmRSS after f when larger:

@@ -43,7 +43,6 @@
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -343,26 +342,10 @@ bool check_against_eager(const Shape& s, const std::string& encoding) {
 
 bool has_sdpa_form(const std::string& encoding) { return encoding != "shaw"; }
 
-// Median over kRounds of peer seconds / ours seconds, one step each, order alternating.
+// Peer seconds / ours seconds, paired over kRounds steps.
 double paired_with_peer(posenc::bench::Torch2Peer& peer, const std::string& id, Trainee& ours) {
-  auto ours_seconds = [&] {
-    const auto start = std::chrono::steady_clock::now();
-    ours.step();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  peer.seconds(id), ours_seconds();
-  std::vector<double> ratios;
-  for (int r = 0; r < kRounds; ++r) {
-    double theirs, mine;
-    if (r % 2 == 0) {
-      theirs = peer.seconds(id), mine = ours_seconds();
-    } else {
-      mine = ours_seconds(), theirs = peer.seconds(id);
-    }
-    ratios.push_back(theirs / mine);
-  }
-  std::nth_element(ratios.begin(), ratios.begin() + kRounds / 2, ratios.end());
-  return ratios[kRounds / 2];
+  return posenc::bench::paired_ratio_of([&] { return peer.seconds(id); },
+                                        [&] { return posenc::bench::seconds_of_call([&] { ours.step(); }); }, kRounds);
 }
 
 // Returns 0, 1 when the peer's loss on our weights differs from ours, 3 below target.

@@ -1,7 +1,6 @@
 // The torch 2 peer (torch2_peer.h).
 #include "torch2_peer.h"
 
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <torch/version.h>
@@ -80,9 +79,7 @@ std::unique_ptr<Torch2Peer> Torch2Peer::start(const std::string& script, int thr
   std::unique_ptr<Torch2Peer> peer(new Torch2Peer(pid, fdopen(to_peer[1], "w"), fdopen(from_peer[0], "r")));
   try {
     peer->banner_ = peer->expect("ready");
-    std::fprintf(peer->to_, "threads %d\n", threads);
-    std::fflush(peer->to_);
-    const std::string reply = peer->expect("threads");  // "N gemm=G"
+    const std::string reply = peer->command("threads " + std::to_string(threads), "threads");  // "N gemm=G"
     const size_t gemm = reply.find("gemm=");
     if (gemm != std::string::npos) peer->banner_ += ", its float32 GEMM " + reply.substr(gemm + 5) + " GFLOP/s";
   } catch (const std::exception& e) {

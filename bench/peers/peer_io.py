@@ -1,6 +1,7 @@
 """The wire format the torch 2 peers share with bench/torch2_peer.cpp: a header
 line "NAME D0,D1,... NBYTES" (or "D0,D1,... NBYTES" in a reply), then the raw
 little-endian float32 values."""
+import sys
 import time
 
 import torch
@@ -37,8 +38,6 @@ def serve(handlers, objects):
     tensors and `objects`, the peer's cases or models). handlers[word](line,
     tensors, stdout) writes its reply. An exception ends the peer with one
     "error ..." line, which the C++ side prints."""
-    import sys
-
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     tensors = {}
     try:
